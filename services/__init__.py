@@ -1,0 +1,1 @@
+"""The chat-agent services: gateway, router, lookup, agent."""

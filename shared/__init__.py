@@ -1,0 +1,1 @@
+"""The library every chat-agent service imports: contracts, config, bus, graph, retrieval."""

@@ -1,0 +1,6 @@
+"""Fixtures live in tests/fixtures/, one module per real component."""
+
+pytest_plugins = [
+    "tests.fixtures.valkey",
+    "tests.fixtures.turingdb",
+]
