@@ -3,4 +3,5 @@
 pytest_plugins = [
     "tests.fixtures.valkey",
     "tests.fixtures.turingdb",
+    "tests.fixtures.llm",
 ]

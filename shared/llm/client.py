@@ -1,0 +1,119 @@
+"""Chat completions with tools, bounded retries on 429 and a clear error when unreachable."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+import openai
+
+from shared.contracts import TokenUsage
+from shared.llm.endpoint import Endpoint
+from shared.logging import get_logger
+
+log = get_logger(__name__)
+
+
+class LLMError(Exception):
+    """The LLM endpoint answered, but not with something usable."""
+
+
+class LLMUnavailable(LLMError):
+    """The LLM endpoint could not be reached or kept failing."""
+
+    def __init__(self, endpoint: Endpoint, reason: str) -> None:
+        super().__init__(f"LLM endpoint {endpoint.describe()} is unavailable: {reason}")
+        self.endpoint = endpoint
+        self.reason = reason
+
+
+class ToolCall(msgspec.Struct, frozen=True):
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model wrote it
+
+
+class LLMReply(msgspec.Struct):
+    content: str
+    tool_calls: list[ToolCall]
+    usage: TokenUsage
+
+    def as_message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        return message
+
+
+class LLMClient:
+    """One endpoint; retries 429s up to `max_retries` times, `backoff` seconds apart."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 2.0,
+    ) -> None:
+        self.endpoint = endpoint
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self._client = openai.AsyncOpenAI(
+            base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=timeout, max_retries=0
+        )
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float = 0.0,
+        json_mode: bool = False,
+    ) -> LLMReply:
+        kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages, "temperature": temperature}
+        if tools:
+            kwargs["tools"] = tools
+        if json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        attempt = 0
+        while True:
+            try:
+                completion = await self._client.chat.completions.create(**kwargs)
+                return _reply_from(completion)
+            except openai.RateLimitError as exc:
+                attempt += 1
+                if attempt > self.max_retries:
+                    raise LLMUnavailable(self.endpoint, f"still rate limited (429) after {self.max_retries} retries") from exc
+                log.warning("llm_rate_limited", attempt=attempt, backoff=self.backoff)
+                await asyncio.sleep(self.backoff)
+            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+                raise LLMUnavailable(self.endpoint, type(exc).__name__ + ": " + str(exc)) from exc
+            except openai.InternalServerError as exc:
+                raise LLMUnavailable(self.endpoint, f"server error {exc.status_code}") from exc
+            except openai.APIStatusError as exc:
+                raise LLMError(f"LLM endpoint {self.endpoint.describe()} refused the request: {exc.status_code} {exc.message}") from exc
+            except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError) as exc:
+                raise LLMError(f"LLM endpoint {self.endpoint.describe()} sent a malformed reply: {exc}") from exc
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def _reply_from(completion: Any) -> LLMReply:
+    if not getattr(completion, "choices", None):
+        raise LLMError("LLM reply has no choices")
+    message = completion.choices[0].message
+    calls = [
+        ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "{}")
+        for i, c in enumerate(message.tool_calls or [])
+        if getattr(c, "function", None) is not None
+    ]
+    usage = completion.usage
+    tokens = TokenUsage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else TokenUsage()
+    return LLMReply(message.content or "", calls, tokens)
