@@ -197,3 +197,13 @@ def decode_event(raw: bytes | str) -> EventRecord:
 
 def decode_task(raw: bytes | str) -> JobTask:
     return _task_decoder.decode(raw)
+
+
+def job_done_event(job_id: str, response: ChatResponse) -> EventRecord:
+    """The terminal event of a job that produced an answer."""
+    return EventRecord("job_done", job_id, response.session_id, {"result": msgspec.to_builtins(response)})
+
+
+def job_error_event(job_id: str, session_id: str, error: str, **extra: Any) -> EventRecord:
+    """The terminal event of a job that failed, with a reason a user can read."""
+    return EventRecord("job_error", job_id, session_id, {"error": error, **extra})
