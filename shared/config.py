@@ -222,3 +222,13 @@ def require_provider_credentials(settings: Settings, provider: str) -> None:
     """Fail at start-up when a provider that needs a key has none."""
     if provider == "mistral" and not settings.mistral_api_key:
         raise ConfigError("MISTRAL_API_KEY is empty: it is required when LLM_PROVIDER or ROUTER_PROVIDER is mistral")
+
+
+def to_env(settings: Settings) -> dict[str, str]:
+    """The environment variables that reproduce `settings` in a child process."""
+    env: dict[str, str] = {}
+    for field in PARSERS:
+        value = getattr(settings, field)
+        if value is not None:
+            env[field.upper()] = str(value)
+    return env

@@ -49,3 +49,10 @@ def test_mistral_needs_a_key() -> None:
     with pytest.raises(ConfigError, match="MISTRAL_API_KEY"):
         require_provider_credentials(load_settings({"LLM_PROVIDER": "mistral"}), "mistral")
     require_provider_credentials(load_settings({"MISTRAL_API_KEY": "k"}), "mistral")
+
+
+def test_to_env_round_trips() -> None:
+    from shared.config import to_env
+
+    s = load_settings({"ROUTER_PROVIDER": "local", "TURINGDB_PORT": "4321", "KEY_PREFIX": "t1:"})
+    assert load_settings(to_env(s)) == s
