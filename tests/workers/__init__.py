@@ -1,0 +1,1 @@
+"""Small worker programs that tests run as real processes."""
