@@ -107,7 +107,7 @@ class LLMClient:
 
 def _reply_from(completion: Any) -> LLMReply:
     if not getattr(completion, "choices", None):
-        raise LLMError("LLM reply has no choices")
+        raise ValueError("the reply has no choices")
     message = completion.choices[0].message
     calls = [
         ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "{}")
