@@ -1,0 +1,118 @@
+"""Chat endpoints: submit a message, read a job, follow a job's events (SSE)."""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from shared.bus.log import entry_id_str, publish
+from shared.contracts import ChatRequest, EventRecord, JobSubmission, JobTask, new_id
+from services.gateway.access import anon_id, job_for, session_for
+from services.gateway.context import gateway
+from services.gateway.errors import ApiError, decode_body, field_error, json_response
+from services.gateway.projector import apply_inline
+from services.gateway.ratelimit import retry_after
+from services.gateway.sse import job_stream
+
+ROUTER_INBOX = "router"
+_chat_decoder = msgspec.json.Decoder(ChatRequest)
+_ENTRY_ID = re.compile(r"\d{1,20}-\d{1,20}")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 past `limit` bytes."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise field_error(413, "body", f"larger than {limit} bytes")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise field_error(413, "body", f"larger than {limit} bytes")
+    return body
+
+
+def caller_key(user: str | None, request: Request) -> str:
+    """Whom the rate limit counts: the user, else the client address."""
+    if user is not None:
+        return f"user:{user}"
+    return f"ip:{request.client.host if request.client else 'unknown'}"
+
+
+async def post_message(request: Request) -> Response:
+    """Accept a message: one MULTI writes job_submitted and the router task; 202."""
+    gw = gateway(request)
+    settings = gw.settings
+    user = anon_id(request)
+    body = await read_body(request, settings.max_message_chars * 4 + 4096)
+    chat: ChatRequest = decode_body(body, _chat_decoder)
+    if not chat.message.strip():
+        raise field_error(422, "message", "must contain more than whitespace")
+    if len(chat.message) > settings.max_message_chars:
+        raise field_error(422, "message", f"longer than {settings.max_message_chars} characters")
+    wait = await gw.limiter.check(caller_key(user, request))
+    if wait:
+        raise ApiError(
+            429,
+            f"rate limit of {settings.rate_limit_per_minute} messages per minute reached",
+            {"Retry-After": retry_after(wait)},
+        )
+    history: list[dict[str, str]] = []
+    if chat.session_id is not None:
+        view = await session_for(gw, chat.session_id, user)
+        assert view.session is not None
+        history = view.session.history_for_llm(settings.history_max_turns)
+        session_id, is_new = view.session.session_id, False
+    else:
+        session_id, is_new = new_id(), True
+    job_id = new_id()
+    event = EventRecord(
+        "job_submitted", job_id, session_id, {"user_id": user, "message": chat.message, "is_new_session": is_new}
+    )
+    task = JobTask(job_id, session_id, chat.message, user_id=user, history=history, submitted_at=event.ts)
+    ids = await publish(
+        gw.redis, gw.keys, [event], [(ROUTER_INBOX, task)], retention_seconds=settings.event_retention_seconds
+    )
+    await apply_inline(gw.redis, gw.keys, entry_id_str(ids[0]), event, gw.ttl)
+    return json_response(JobSubmission(job_id, session_id), 202, {"Location": f"/chat/job/{job_id}"})
+
+
+async def get_job(request: Request) -> Response:
+    gw = gateway(request)
+    view = await job_for(gw, request.path_params["job_id"], anon_id(request))
+    return json_response(view.record)
+
+
+def last_event_id(request: Request) -> str | None:
+    """Last-Event-ID (header, else ?last_event_id=): a stream entry id, or a 400."""
+    value = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+    if not value:
+        return None
+    value = value.strip()
+    if not _ENTRY_ID.fullmatch(value):
+        raise field_error(400, "Last-Event-ID", "a stream entry id such as 1718000000000-0")
+    return value
+
+
+async def job_events(request: Request) -> Response:
+    """text/event-stream of the job's events; resumes after Last-Event-ID."""
+    gw = gateway(request)
+    view = await job_for(gw, request.path_params["job_id"], anon_id(request))
+    after = last_event_id(request)
+    stream = job_stream(gw.redis, gw.hub, gw.keys, view, after, gw.settings.sse_ping_seconds)
+    return StreamingResponse(
+        stream,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+routes = [
+    Route("/chat/message", post_message, methods=["POST"]),
+    Route("/chat/job/{job_id}", get_job, methods=["GET"]),
+    Route("/chat/job/{job_id}/events", job_events, methods=["GET"]),
+]
