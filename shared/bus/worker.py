@@ -230,7 +230,7 @@ class Worker:
                     await asyncio.wait_for(self._room.wait(), self._reclaim_every)
                 continue
             try:
-                if time.monotonic() >= next_reclaim:
+                if backlog is None and time.monotonic() >= next_reclaim:
                     next_reclaim = time.monotonic() + self._reclaim_every
                     reclaim_cursor = await self._reclaim(room, reclaim_cursor)
                     continue
@@ -280,7 +280,7 @@ class Worker:
             self.stream, self.group, self.consumer, self._vis_ms, cursor, count=room
         )
         next_cursor = entry_id_str(reply[0])
-        entries = [(entry_id_str(i), f) for i, f in reply[1] if entry_id_str(i) not in self._inflight]
+        entries = [(entry_id_str(i), f) for i, f in reply[1]]
         if entries:
             self._log.info("reclaimed idle entries", count=len(entries), ids=[e for e, _ in entries])
             await self._dispatch(entries, await self._delivery_counts(entries))
@@ -301,6 +301,8 @@ class Worker:
 
     async def _dispatch(self, entries: list[tuple[str, dict[bytes, bytes]]], counts: dict[str, int] | None) -> None:
         for entry_id, fields in entries:
+            if entry_id in self._inflight:
+                continue  # already being handled here (claimed again or re-read)
             count = 1 if counts is None else counts.get(entry_id, 1)
             raw = fields.get(TASK_FIELD) if fields else None
             if not fields:
