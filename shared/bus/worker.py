@@ -356,8 +356,7 @@ class Worker:
             done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
             self._commits.append(_Commit(slot, outcome, done))
             self._commit_wake.set()
-            if await done:
-                log.debug("entry done", entry_id=d.entry_id, events=len(outcome.events), tasks=len(outcome.tasks))
+            await done
         finally:
             unbind_job()
             self._inflight.pop(d.entry_id, None)
