@@ -39,7 +39,7 @@ def require_anon_id(request: Request) -> str:
 
 def is_uuid(value: str) -> bool:
     try:
-        return str(uuid.UUID(value)) == value.lower()
+        return str(uuid.UUID(value)) == value
     except (ValueError, AttributeError, TypeError):
         return False
 

@@ -66,11 +66,7 @@ def create_app(settings: Settings, *, redis: aioredis.Redis | None = None, proje
         finally:
             await gw.hub.close()
             if projector is not None and projector_task is not None:
-                projector.stop()
-                try:
-                    await asyncio.wait_for(projector_task, 5)
-                except (asyncio.TimeoutError, Exception):
-                    projector_task.cancel()
+                await projector.close(projector_task)
                 with contextlib.suppress(Exception):
                     await projector.blocking.aclose()
             with contextlib.suppress(Exception):

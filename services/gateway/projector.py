@@ -54,31 +54,38 @@ def position_key(keys: Keys) -> str:
     return f"{keys.prefix}projector:position"
 
 
-async def apply_inline(
-    client: aioredis.Redis, keys: Keys, entry_id: str, event: EventRecord, ttl_seconds: int
-) -> None:
-    """Apply a just-written entry now (read-your-writes), after the session's earlier ones."""
-    session = await read_session(client, keys, event.session_id, ttl_seconds)
-    if session is None or session.deleted:  # a new session has no earlier entries
-        await apply_event(client, keys, entry_id, event, ttl_seconds)
-        return
+async def catch_up(
+    client: aioredis.Redis, keys: Keys, session_id: str, ttl_seconds: int, until: str | None = None
+) -> int:
+    """Apply the session's entries the projector has not reached yet, up to `until`
+    (exclusive; None: the end of the log); the number of entries read."""
+    session = await read_session(client, keys, session_id, ttl_seconds)
+    if session is None or session.deleted:  # nothing to catch up: a new or a deleted session
+        return 0
     start = session.last_id
     raw_pos = await client.get(position_key(keys))
     if raw_pos and id_after(raw_pos.decode(), start):
         start = raw_pos.decode()
     seen = 0
-    while id_after(entry_id, start) and seen < CATCH_UP_LIMIT:
+    while (until is None or id_after(until, start)) and seen < CATCH_UP_LIMIT:
         rows = await read_events(client, keys, after=start, count=1000)
         if not rows:
             break
+        seen += len(rows)
         for row_id, row in rows:
-            if not id_after(entry_id, row_id):
-                start = entry_id
-                break
-            if row.session_id == event.session_id:
+            if until is not None and not id_after(until, row_id):
+                return seen
+            if row.session_id == session_id:
                 await apply_event(client, keys, row_id, row, ttl_seconds)
             start = row_id
-        seen += len(rows)
+    return seen
+
+
+async def apply_inline(
+    client: aioredis.Redis, keys: Keys, entry_id: str, event: EventRecord, ttl_seconds: int
+) -> None:
+    """Apply a just-written entry now (read-your-writes), after the session's earlier ones."""
+    await catch_up(client, keys, event.session_id, ttl_seconds, until=entry_id)
     await apply_event(client, keys, entry_id, event, ttl_seconds)
 
 
@@ -113,6 +120,19 @@ class Projector:
     def stop(self) -> None:
         self._stop.set()
 
+    async def close(self, task: asyncio.Task[None]) -> None:
+        """Stop the loop running in `task` now (un-acked entries are re-read later), free the lease."""
+        self.stop()
+        while not task.done():  # a cancel that lands inside a client call can be absorbed: repeat
+            task.cancel()
+            await asyncio.wait({task}, timeout=0.05)
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        if self.is_leader:
+            with contextlib.suppress(RedisError, OSError):
+                await self._release(keys=[leader_key(self.keys)], args=[self.token])
+        self.is_leader = False
+
     async def run(self) -> None:
         """Stand by until the lease is ours, then project; on any Valkey error, retry."""
         while not self._stop.is_set():
@@ -131,6 +151,10 @@ class Projector:
                 log.warning("projector_error", error=str(exc))
                 self.is_leader = False
                 await self._sleep(0.5)
+            except Exception:  # a bug must not end projection silently
+                log.exception("projector_failed")
+                self.is_leader = False
+                await self._sleep(1.0)
         with contextlib.suppress(RedisError, OSError):
             await self._release(keys=[leader_key(self.keys)], args=[self.token])
         self.is_leader = False
@@ -153,7 +177,7 @@ class Projector:
         start = "0-0"
         while True:
             reply = await self.client.xautoclaim(
-                self.keys.events, GROUP, self.consumer, 0, start_id=start, count=BATCH, justid=True
+                self.keys.events, GROUP, self.consumer, 0, start_id=start, count=BATCH
             )
             start = entry_id_str(reply[0])
             if start == "0-0":

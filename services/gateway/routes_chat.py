@@ -14,7 +14,7 @@ from shared.contracts import ChatRequest, EventRecord, JobSubmission, JobTask, n
 from services.gateway.access import anon_id, job_for, session_for
 from services.gateway.context import gateway
 from services.gateway.errors import ApiError, decode_body, field_error, json_response
-from services.gateway.projector import apply_inline
+from services.gateway.projector import apply_inline, catch_up
 from services.gateway.ratelimit import retry_after
 from services.gateway.sse import job_stream
 
@@ -63,6 +63,8 @@ async def post_message(request: Request) -> Response:
         )
     history: list[dict[str, str]] = []
     if chat.session_id is not None:
+        await session_for(gw, chat.session_id, user)  # 404 before anything else
+        await catch_up(gw.redis, gw.keys, chat.session_id, gw.ttl)  # history has the latest answer
         view = await session_for(gw, chat.session_id, user)
         assert view.session is not None
         history = view.session.history_for_llm(settings.history_max_turns)

@@ -103,7 +103,9 @@ class Hub:
             for sub in list(subs):
                 sub.close()
         if self._task is not None:
-            self._task.cancel()
+            while not self._task.done():
+                self._task.cancel()
+                await asyncio.wait({self._task}, timeout=0.05)
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
