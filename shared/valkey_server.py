@@ -119,6 +119,7 @@ class EmbeddedValkey:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent if self.die_with_parent else None,
+                start_new_session=True,  # a terminal's Ctrl-C reaches the services, not the store
             )
         finally:
             log.close()

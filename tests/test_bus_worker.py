@@ -189,3 +189,24 @@ async def wait_until_async(fetch: Callable[[], Any], expected: Any, timeout: flo
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"never reached {expected!r}")
+
+
+async def test_client_factory_and_recreated_inbox(redis_url: str, redis: aioredis.Redis, keys: Keys) -> None:
+    """A Worker built from a client factory; it recreates its group if the inbox is deleted."""
+    from shared.bus import connect
+
+    async def handler(d: Delivery) -> Outcome:
+        return done(d)
+
+    worker = Worker(lambda: connect(redis_url), keys, "svc", handler, visibility_timeout=0.4)
+    runner = asyncio.create_task(worker.run())
+    try:
+        await add_task(redis, keys, "svc", JobTask("a", "s", "m"))
+        await wait_events(redis, keys, lambda ev: count(ev, "job_done", "a") == 1, timeout=5)
+        await redis.delete(keys.inbox("svc"))
+        await asyncio.sleep(0.3)
+        await add_task(redis, keys, "svc", JobTask("b", "s", "m"))
+        await wait_events(redis, keys, lambda ev: count(ev, "job_done", "b") == 1, timeout=5)
+    finally:
+        worker.stop()
+        await asyncio.wait_for(runner, 5)

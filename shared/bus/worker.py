@@ -246,7 +246,12 @@ class Worker:
                     entries = await self._read_new(reader, count)
                     await self._dispatch(entries, None)
             except (RedisError, OSError) as exc:
-                self._log.warning("bus error, retrying", error=repr(exc))
+                self._log.warning("bus error, retrying", error=f"{type(exc).__name__}: {exc}")
+                if "NOGROUP" in str(exc):  # the inbox was deleted under us: start over
+                    backlog, reclaim_cursor = "0-0", "0-0"
+                    with contextlib.suppress(RedisError, OSError):
+                        await self._ensure_group()
+                    continue
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), 1.0)
 
@@ -393,7 +398,7 @@ class Worker:
             ok = True
         except (RedisError, OSError) as exc:
             ok = False
-            self._log.error("commit failed; entries stay pending", error=repr(exc), count=len(batch))
+            self._log.error("commit failed; entries stay pending", error=f"{type(exc).__name__}: {exc}", count=len(batch))
         if ok:
             self.processed += len(batch)
             for c in batch:
@@ -453,7 +458,7 @@ class Worker:
             try:
                 owned = await self._leases.renew(ids)
             except (RedisError, OSError) as exc:
-                self._log.warning("lease renewal failed", error=repr(exc))
+                self._log.warning("lease renewal failed", error=f"{type(exc).__name__}: {exc}")
                 continue
             for entry_id in ids:
                 slot = self._inflight.get(entry_id)
