@@ -174,14 +174,18 @@ async def job_stream(
                 yield format_event(entry_id, EventRecord(job_event.type, job_id, view.record.session_id, job_event.data))
                 if job_event.type in TERMINAL_TYPES:
                     return
-        scan = view.last_id if id_after(view.last_id, cursor) else cursor
+        scan = view.last_id  # from what the view holds, so an end before `cursor` is seen too
         while True:
             rows = await read_events(client, keys, after=scan, count=1000)
             if not rows:
                 break
             for entry_id, event in rows:
                 scan = entry_id
-                if event.job_id != job_id or not id_after(entry_id, cursor):
+                if event.job_id != job_id:
+                    continue
+                if not id_after(entry_id, cursor):
+                    if event.type in TERMINAL_TYPES:
+                        return  # the client has seen the end already
                     continue
                 cursor = entry_id
                 yield format_event(entry_id, event)
