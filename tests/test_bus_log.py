@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -103,3 +104,26 @@ async def test_ensure_valkey(tmp_path: Path, redis_url: str) -> None:
         assert url2 == url
     finally:
         server2.stop()
+
+
+async def test_embedded_valkey_keeps_writes_across_a_crash(tmp_path: Path) -> None:
+    """AOF with fsync every second: a write older than a second survives SIGKILL."""
+    from shared.valkey_server import EmbeddedValkey
+
+    server = EmbeddedValkey(tmp_path / "valkey")
+    server.start()
+    keys = Keys("crash:")
+    try:
+        client = connect(server.url)
+        ids = await publish(client, keys, [EventRecord("job_done", "j", "s")], [("router", JobTask("j", "s", "m"))])
+        await client.aclose()
+        await asyncio.sleep(1.5)
+        server.kill()
+        assert not server.running
+        server.start()
+        client = connect(server.url)
+        assert [i for i, _ in await read_events(client, keys)] == [ids[0].decode()]
+        assert await client.xlen(keys.inbox("router")) == 1
+        await client.aclose()
+    finally:
+        server.stop()
