@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from typing import Any
 
 import msgspec
@@ -25,6 +26,8 @@ class GatewayServer(uvicorn.Server):
         self.gateway_app = app
 
     async def shutdown(self, sockets: Any = None) -> None:
+        # SIGTERM is the normal way to stop: exit 0 rather than die by the re-raised signal
+        self._captured_signals = [s for s in self._captured_signals if s != signal.SIGTERM]
         await self.gateway_app.state.gateway.hub.close()
         await super().shutdown(sockets)
 
