@@ -167,6 +167,7 @@ class Worker:
     def stop(self) -> None:
         """Ask run() to stop: no more reads, in-flight work finishes or is handed back."""
         self._stopping.set()
+        self._room.set()  # wake a full worker waiting for room
 
     async def run_until_signal(self) -> None:
         """run() with SIGTERM/SIGINT wired to stop()."""
@@ -309,18 +310,13 @@ class Worker:
             if entry_id in self._inflight:
                 continue  # already being handled here (claimed again or re-read)
             count = 1 if counts is None else counts.get(entry_id, 1)
-            raw = fields.get(TASK_FIELD) if fields else None
             if not fields:
                 # Deleted from the stream while pending: nothing left to do.
                 await self.client.xack(self.stream, self.group, entry_id)
                 continue
-            try:
-                task = decode_task(raw) if raw is not None else None
-            except msgspec.DecodeError as exc:
-                task = None
-                self._last_errors[entry_id] = f"undecodable task: {exc}"
+            task, problem = _decode(fields)
             if task is None:
-                await self._dead_letter(entry_id, fields, count, "undecodable", self._last_errors.pop(entry_id, "no task field"))
+                await self._dead_letter(entry_id, fields, count, "undecodable", problem)
                 continue
             if count > self.max_deliveries:
                 reason = self._last_errors.pop(entry_id, None)
@@ -508,6 +504,17 @@ class Worker:
         if ids:
             handed = await self._leases.hand_back(ids, self._vis_ms)
             self._log.info("handed back pending entries", count=len(handed), ids=sorted(handed))
+
+
+def _decode(fields: dict[bytes, bytes]) -> tuple[JobTask | None, str]:
+    """The entry's JobTask, or None and why not."""
+    raw = fields.get(TASK_FIELD)
+    if raw is None:
+        return None, f"no {TASK_FIELD.decode()!r} field"
+    try:
+        return decode_task(raw), ""
+    except msgspec.DecodeError as exc:
+        return None, f"not a JobTask: {exc}"
 
 
 def _ids_of(raw: bytes | None) -> tuple[str | None, str | None]:
