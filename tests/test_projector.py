@@ -149,3 +149,10 @@ async def test_a_new_leader_adopts_what_the_old_one_left_unacknowledged(redis: A
     finally:
         await p.close(task)
         await p.blocking.aclose()
+
+
+def test_a_later_job_never_resurrects_a_missing_session() -> None:
+    change = project(None, None, "7-0", submitted("j2", "s", new=False))
+    assert change.job is not None and change.session is None and change.index_add is None
+    step = project(None, change.job, "8-0", EventRecord("routing_started", "j2", "s"))
+    assert step.session is None and step.job is not None and step.job.record.status is JobStatus.running

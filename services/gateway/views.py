@@ -160,14 +160,14 @@ def project(
                 created_at=_ts(event.ts),
             )
             change.job = JobView(record=record, events=[(entry_id, job_event)], last_id=entry_id)
-        if session is None:
+        if session is None and event.data.get("is_new_session"):  # never resurrect a part of a session
             session = SessionView(
                 session=ChatSession(session_id=event.session_id, created_at=_ts(event.ts)),
                 user_id=user_id,
                 last_id="0-0",
             )
             session_fresh = True
-        if session_fresh and session.session is not None:
+        if session is not None and session_fresh and session.session is not None:
             chat = _copy_session(session.session)
             chat.add("user", message)
             chat.pending_job_id = event.job_id
