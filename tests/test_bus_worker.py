@@ -210,3 +210,24 @@ async def test_client_factory_and_recreated_inbox(redis_url: str, redis: aioredi
     finally:
         worker.stop()
         await asyncio.wait_for(runner, 5)
+
+
+async def test_idle_consumers_without_pending_are_forgotten(
+    redis: aioredis.Redis, keys: Keys, run_worker: Any
+) -> None:
+    stream = keys.inbox("svc")
+    await redis.xgroup_create(stream, "svc", id="0", mkstream=True)
+    await add_task(redis, keys, "svc", JobTask("held", "s", "m"))
+    await redis.xreadgroup("svc", "gone-busy", {stream: ">"})  # holds one entry
+    await redis.xgroup_createconsumer(stream, "svc", "gone-idle")
+    await asyncio.sleep(0.2)
+
+    async def handler(d: Delivery) -> Outcome:
+        return done(d)
+
+    run_worker(keys, handler, consumer="new", visibility_timeout=60.0, forget_consumers_after=0.1)
+    await wait_until_async(lambda: _consumer_names(redis, stream), {"gone-busy", "new"})
+
+
+async def _consumer_names(redis: aioredis.Redis, stream: str) -> set[str]:
+    return {c["name"].decode() for c in await redis.xinfo_consumers(stream, "svc")}

@@ -123,6 +123,7 @@ class Worker:
         block_ms: int = 2000,
         batch: int | None = None,
         grace_period: float = 25.0,
+        forget_consumers_after: float = 24 * 3600.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
@@ -141,6 +142,7 @@ class Worker:
         self.retention_seconds = retention_seconds
         self.batch = batch or concurrency
         self.grace_period = grace_period
+        self.forget_consumers_after = forget_consumers_after
         vis_ms = int(visibility_timeout * 1000)
         self._vis_ms = max(1, vis_ms)
         # Renew well before the timeout; look for abandoned entries a few times per timeout.
@@ -190,6 +192,7 @@ class Worker:
         background: list[asyncio.Task[None]] = []
         try:
             await self._ensure_group()
+            await self._forget_idle_consumers()
             self._log.info("worker started", concurrency=self.concurrency, visibility_timeout=self.visibility_timeout)
             background = [
                 asyncio.create_task(self._commit_loop(), name=f"{self.service}-commit"),
@@ -218,6 +221,16 @@ class Worker:
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
+
+    async def _forget_idle_consumers(self) -> None:
+        """Delete consumers of the group that hold nothing and were idle for long (old pids)."""
+        limit_ms = self.forget_consumers_after * 1000
+        for info in await self.client.xinfo_consumers(self.stream, self.group):
+            name = entry_id_str(info["name"])
+            if name != self.consumer and int(info["pending"]) == 0 and int(info["idle"]) > limit_ms:
+                # XGROUP DELCONSUMER drops the consumer's pending entries: only when it has none.
+                await self.client.xgroup_delconsumer(self.stream, self.group, name)
+                self._log.info("forgot idle consumer", name=name)
 
     async def _consume(self, reader: aioredis.Redis) -> None:
         backlog = "0-0"  # own pending entries first, from this cursor; None once done
