@@ -120,3 +120,20 @@ async def test_a_slow_subscriber_is_dropped_not_the_others() -> None:
     assert hub.subscriber_count == 1
     await hub.close()
     assert fast.queue.get_nowait() is not None and fast.dropped
+
+
+async def test_a_client_that_goes_away_is_unsubscribed(live_gateway: GatewayUnderTest) -> None:
+    gw = live_gateway
+    job = (await gw.post("q", ALICE)).json()
+    async with gw.client.stream("GET", f"/chat/job/{job['job_id']}/events", headers=ALICE) as response:
+        lines = response.aiter_lines()
+        while not (await lines.__anext__()).startswith("event: job_submitted"):
+            pass
+        await _wait_subscribed(gw)
+    hub: Hub = gw.app.state.gateway.hub
+    for _ in range(300):
+        if hub.subscriber_count == 0:
+            break
+        await gw.emit(EventRecord("agent_step", job["job_id"], job["session_id"], {}))  # a write notices the gone peer
+        await asyncio.sleep(0.02)
+    assert hub.subscriber_count == 0
