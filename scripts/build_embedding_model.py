@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "reactome"
-WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
 
 
 def column(path: Path, name: str) -> list[str]:

@@ -19,6 +19,8 @@ from shared.graph.errors import GraphError, LoadError
 from shared.rag.embedder import Embedder
 
 Progress = Callable[[str], None]
+# (key, text, title, title weight): the vector is w * enc(title) + (1 - w) * enc(text)
+EmbedItem = tuple[int, str, "str | None", float]
 
 
 @dataclass
@@ -50,20 +52,33 @@ async def search_ids(client: GraphClient, index: str, vector: np.ndarray, k: int
     return sorted(((int(r["ids"]), float(r["score"])) for r in rows), key=lambda p: -p[1])
 
 
+def embed_items(embedder: Embedder, items: Sequence[EmbedItem]) -> np.ndarray:
+    """Unit vectors for items; a title with weight w is mixed in as w * title + (1 - w) * text."""
+    vectors = embedder.encode([item[1] for item in items])
+    titled = [i for i, item in enumerate(items) if item[2] and item[3] > 0]
+    if titled:
+        titles = embedder.encode([items[i][2] or "" for i in titled])
+        weights = np.array([items[i][3] for i in titled], dtype=np.float32)[:, None]
+        mixed = weights * titles + (1 - weights) * vectors[titled]
+        norms = np.linalg.norm(mixed, axis=1, keepdims=True)
+        vectors[titled] = mixed / np.where(norms > 0, norms, 1)
+    return vectors
+
+
 def _probe_positions(n: int) -> list[int]:
     return sorted({0, n // 3, n // 2, (2 * n) // 3, n - 1}) if n else []
 
 
-async def index_matches(client: GraphClient, embedder: Embedder, keys: Sequence[int], texts: Sequence[str]) -> bool:
+async def index_matches(client: GraphClient, embedder: Embedder, items: Sequence[EmbedItem]) -> bool:
     """True when the index exists with the model's dimension and finds probe nodes by their own vectors."""
     dims = await vector_indexes(client)
-    if dims.get(embedder.index_name) != embedder.dim or not keys:
+    if dims.get(embedder.index_name) != embedder.dim or not items:
         return False
-    positions = _probe_positions(len(keys))
-    vectors = embedder.encode([texts[i] for i in positions])
+    positions = _probe_positions(len(items))
+    vectors = embed_items(embedder, [items[i] for i in positions])
     for position, vector in zip(positions, vectors):
         found = await search_ids(client, embedder.index_name, vector, 5)
-        if not any(key == keys[position] and score > 0.999 for key, score in found):
+        if not any(key == items[position][0] and score > 0.999 for key, score in found):
             return False
     return True
 
@@ -78,27 +93,26 @@ def write_vector_csv(path: Path, keys: Sequence[int], vectors: np.ndarray) -> No
 async def build_vector_index(
     client: GraphClient,
     embedder: Embedder,
-    items: Sequence[tuple[int, str]],
+    items: Sequence[EmbedItem],
     data_dir: Path,
     force: bool = False,
     progress: Progress = print,
 ) -> IndexReport:
-    """Create (or keep) the index `embedder.index_name` over `items` (key, text)."""
+    """Create (or keep) the index `embedder.index_name` over `items` (key, text, title, weight)."""
     started = time.perf_counter()
-    keys = [k for k, _ in items]
-    texts = [t for _, t in items]
+    keys = [item[0] for item in items]
     name = embedder.index_name
-    if not force and await index_matches(client, embedder, keys, texts):
+    if not force and await index_matches(client, embedder, items):
         progress(f"vector index {name}: up to date ({len(keys)} vectors), nothing to do")
         return IndexReport(name, len(keys), False, time.perf_counter() - started)
     if name in await vector_indexes(client):
         progress(f"vector index {name}: out of date, rebuilding")
         await client.query(f"DELETE VECTOR INDEX {name}", graph="default")
-    progress(f"embedding {len(texts)} texts with {embedder.model_name} ({embedder.dim} dims)")
+    progress(f"embedding {len(items)} texts with {embedder.model_name} ({embedder.dim} dims)")
     t0 = time.perf_counter()
-    vectors = embedder.encode(texts)
+    vectors = embed_items(embedder, items)
     embed_seconds = time.perf_counter() - t0
-    progress(f"embedded in {embed_seconds:.1f} s ({len(texts) / max(embed_seconds, 1e-9):,.0f} texts/s)")
+    progress(f"embedded in {embed_seconds:.1f} s ({len(items) / max(embed_seconds, 1e-9):,.0f} texts/s)")
     data_dir.mkdir(parents=True, exist_ok=True)
     csv_path = data_dir / f"{name}.vectors.csv"
     t1 = time.perf_counter()
