@@ -102,7 +102,9 @@ def test_conversation_lookup_then_agent(stack: Stack, llm_server_session: Script
     record = wait_job(stack, job["job_id"], ALICE)
     result = record["result"]
     assert record["status"] == "done" and result["route_taken"] == "lookup"
-    assert result["sources"] and all(re.match(r"R-[A-Z]{3}-\d+", s["stId"]) for s in result["sources"] if s.get("stId"))
+    assert result["sources"] and all(s["stId"] and s["displayName"] for s in result["sources"])
+    pathways = [s for s in result["sources"] if "Pathway" in s["labels"]]
+    assert pathways and all(re.fullmatch(r"R-HSA-\d+", s["stId"]) for s in pathways)
     assert "### " in result["answer"]
     assert "Intrinsic Pathway for Apoptosis" in result["answer"]
 
