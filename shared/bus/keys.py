@@ -27,5 +27,9 @@ class Keys:
     def user_sessions(self, user_id: str) -> str:
         return f"{self.prefix}user:{user_id}:sessions"
 
+    def cancel(self, job_id: str) -> str:
+        """Set while a cancel of the job is asked for; workers look at it at safe points."""
+        return f"{self.prefix}cancel:{job_id}"
+
     def __repr__(self) -> str:
         return f"Keys({self.prefix!r})"

@@ -28,6 +28,7 @@ from redis.exceptions import RedisError, ResponseError
 from shared.bus.connection import connect
 from shared.bus.keys import Keys
 from shared.bus.lease import Leases
+from shared.bus.cancel import cancel_reason
 from shared.bus.log import (
     DEFAULT_RETENTION_SECONDS,
     TASK_FIELD,
@@ -66,6 +67,10 @@ class Delivery:
         w = self._worker
         entry_id = await add_event(w.client, w.keys, event, w.retention_seconds)
         return entry_id_str(entry_id)
+
+    async def cancel_reason(self) -> str | None:
+        """Why the job was cancelled, once someone asked to (see shared.bus.cancel); else None."""
+        return await cancel_reason(self._worker.client, self._worker.keys, self.task.job_id)
 
     def __repr__(self) -> str:
         return f"Delivery({self.entry_id!r}, job_id={self.task.job_id!r}, count={self.delivery_count})"

@@ -141,8 +141,9 @@ def need(rows: list[dict[str, str]], name: str, *columns: str) -> None:
 
 
 def fingerprint(data_dir: Path) -> str:
-    """Hash of the build version and every input file's bytes."""
+    """Hash of the build version, this module's code and every input file's bytes."""
     digest = hashlib.sha256(BUILD_VERSION.encode())
+    digest.update(Path(__file__).read_bytes())
     for name in FILES:
         path = data_dir / name
         if path.is_file():

@@ -9,7 +9,7 @@ from shared.config import Settings
 from shared.graph.client import GraphClient
 from shared.graph.schema import edge_patterns, edge_types, node_labels, node_properties
 
-MAX_PATTERNS = 24
+MAX_PATTERNS = 16
 SKIP_PROPERTIES = frozenset({"key", "text", "summation"})
 
 
