@@ -28,6 +28,6 @@ async def cancel_reason(client: Any, keys: Keys, job_id: str) -> str | None:
     return raw.decode(errors="replace") if raw is not None else None
 
 
-def job_cancelled_event(job_id: str, session_id: str, reason: str, stage: str) -> EventRecord:
+def job_cancelled_event(job_id: str, session_id: str, reason: str, stage: str, **extra: Any) -> EventRecord:
     """The terminal event of a cancelled job."""
-    return EventRecord("job_cancelled", job_id, session_id, {"reason": reason, "stage": stage})
+    return EventRecord("job_cancelled", job_id, session_id, {"reason": reason, "stage": stage, **extra})

@@ -185,6 +185,7 @@ async def load_graph_async(
         index = await build_vector_index(client, embedder, list(data.texts()), files, force=force or changed, progress=progress)
     timings["index"] = index.seconds
     timings["embed"] = index.embed_seconds
+    timings["vector_load"] = index.load_seconds
     report = LoadReport(
         graph=settings.turingdb_graph,
         changed=changed,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx
 import msgspec
 import openai
 
@@ -13,6 +15,8 @@ from shared.llm.endpoint import Endpoint
 from shared.logging import get_logger
 
 log = get_logger(__name__)
+
+TextSink = Callable[[str], Awaitable[None]]
 
 
 class LLMError(Exception):
@@ -75,30 +79,38 @@ class LLMClient:
         tools: list[dict[str, Any]] | None = None,
         temperature: float = 0.0,
         json_mode: bool = False,
+        on_text: TextSink | None = None,
     ) -> LLMReply:
+        """One completion. With `on_text` the reply is streamed and each piece of its
+        text is passed to `on_text` as it arrives; the whole reply is returned either way."""
         kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages, "temperature": temperature}
         if tools:
             kwargs["tools"] = tools
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
+        if on_text is not None:
+            kwargs["stream"] = True
+            kwargs["stream_options"] = {"include_usage": True}
         attempt = 0
         while True:
             try:
                 completion = await self._client.chat.completions.create(**kwargs)
-                return _reply_from(completion)
+                if on_text is None:
+                    return _reply_from(completion)
+                return await _reply_from_stream(completion, on_text)
             except openai.RateLimitError as exc:
                 attempt += 1
                 if attempt > self.max_retries:
                     raise LLMUnavailable(self.endpoint, f"still rate limited (429) after {self.max_retries} retries") from exc
                 log.warning("llm_rate_limited", attempt=attempt, backoff=self.backoff)
                 await asyncio.sleep(self.backoff)
-            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            except (openai.APIConnectionError, openai.APITimeoutError, httpx.TransportError) as exc:
                 raise LLMUnavailable(self.endpoint, type(exc).__name__ + ": " + str(exc)) from exc
             except openai.InternalServerError as exc:
                 raise LLMUnavailable(self.endpoint, f"server error {exc.status_code}") from exc
             except openai.APIStatusError as exc:
                 raise LLMError(f"LLM endpoint {self.endpoint.describe()} refused the request: {exc.status_code} {exc.message}") from exc
-            except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError) as exc:
+            except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError, KeyError) as exc:
                 raise LLMError(f"LLM endpoint {self.endpoint.describe()} sent a malformed reply: {exc}") from exc
 
     async def close(self) -> None:
@@ -117,3 +129,33 @@ def _reply_from(completion: Any) -> LLMReply:
     usage = completion.usage
     tokens = TokenUsage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else TokenUsage()
     return LLMReply(message.content or "", calls, tokens)
+
+
+async def _reply_from_stream(stream: Any, on_text: TextSink) -> LLMReply:
+    """Gather a streamed completion: text pieces go to `on_text`, tool calls are
+    assembled from their indexed fragments, usage comes with the last chunk."""
+    text: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
+    usage = TokenUsage()
+    async with stream:
+        async for chunk in stream:
+            if getattr(chunk, "usage", None):
+                usage = TokenUsage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                if delta is None:
+                    continue
+                if delta.content:
+                    text.append(delta.content)
+                    await on_text(delta.content)
+                for fragment in delta.tool_calls or []:
+                    call = calls.setdefault(fragment.index, {"id": "", "name": "", "arguments": ""})
+                    if fragment.id:
+                        call["id"] = fragment.id
+                    if fragment.function is not None:
+                        call["name"] += fragment.function.name or ""
+                        call["arguments"] += fragment.function.arguments or ""
+    tool_calls = [
+        ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}") for i, c in sorted(calls.items()) if c["name"]
+    ]
+    return LLMReply("".join(text), tool_calls, usage)
