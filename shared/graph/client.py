@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -18,6 +19,7 @@ import httpx
 from shared.config import Settings
 from shared.graph.errors import GraphError, GraphTimeout, GraphUnavailable, RequestTooBig, error_for
 
+logging.getLogger("httpx").setLevel(logging.WARNING)
 MAX_REQUEST_BYTES = 1_048_576
 T = TypeVar("T")
 

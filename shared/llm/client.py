@@ -137,8 +137,10 @@ async def _reply_from_stream(stream: Any, on_text: TextSink) -> LLMReply:
     text: list[str] = []
     calls: dict[int, dict[str, str]] = {}
     usage = TokenUsage()
+    chunks = 0
     async with stream:
         async for chunk in stream:
+            chunks += 1
             if getattr(chunk, "usage", None):
                 usage = TokenUsage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
             for choice in chunk.choices or []:
@@ -155,6 +157,8 @@ async def _reply_from_stream(stream: Any, on_text: TextSink) -> LLMReply:
                     if fragment.function is not None:
                         call["name"] += fragment.function.name or ""
                         call["arguments"] += fragment.function.arguments or ""
+    if chunks == 0:
+        raise ValueError("the streamed reply held no chunks")
     tool_calls = [
         ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}") for i, c in sorted(calls.items()) if c["name"]
     ]
