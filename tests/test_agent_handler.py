@@ -42,7 +42,8 @@ async def run_job(redis: aioredis.Redis, redis_url: str, keys: Keys, settings: S
 async def test_answer_sums_router_and_agent_tokens(redis: aioredis.Redis, redis_url: str, keys: Keys, graph_settings: Settings, loaded_graph: Any, llm_server: ScriptedLLMServer) -> None:
     llm_server.script = lambda body: Reply("Apoptosis is programmed cell death.", input_tokens=40, output_tokens=12)
     events = await run_job(redis, redis_url, keys, graph_settings, llm_server.url, "what is apoptosis?")
-    assert [e.type for e in events] == ["agent_step", "agent_done", "job_done"]
+    assert [e.type for e in events] == ["agent_step", "answer_delta", "agent_done", "job_done"]
+    assert events[1].data["text"] == "Apoptosis is programmed cell death."
     response = msgspec.convert(events[-1].data["result"], ChatResponse)
     assert response.answer == "Apoptosis is programmed cell death."
     assert response.route_taken == "agent" and response.token_usage == TokenUsage(140, 22)

@@ -99,7 +99,7 @@ async def test_loop_uses_tools_then_answers_from_their_results(llm: LLMClient, c
     recorder = Recorder()
     result = await run_agent(llm, ctx, system_prompt("skeleton text"), [], "What is apoptosis?", recorder)
     assert result.iterations == 2 and not result.capped and result.tool_calls == 2
-    assert recorder.types() == ["agent_step", "tool_call", "tool_result", "tool_call", "tool_result", "agent_step"]
+    assert recorder.types() == ["agent_step", "tool_call", "tool_result", "tool_call", "tool_result", "agent_step", "answer_delta"]
     assert result.sources and result.sources[0]["displayName"] in result.answer
     assert result.usage == TokenUsage(22, 14)
     tool_result = recorder.events[2][1]
@@ -145,3 +145,56 @@ async def test_history_is_sent_before_the_question(llm: LLMClient, ctx: ToolCont
     await run_agent(llm, ctx, "sys", history, "now", Recorder())
     sent = [(m["role"], m["content"]) for m in llm_server.requests[0]["messages"]]
     assert sent == [("system", "sys"), ("user", "earlier q"), ("assistant", "earlier a"), ("user", "now")]
+
+
+async def test_final_answer_streams_as_coalesced_deltas(llm: LLMClient, ctx: ToolContext, llm_server: ScriptedLLMServer) -> None:
+    answer = "Apoptosis is a regulated form of cell death that removes damaged cells. " * 3
+    llm_server.script = lambda body: Reply(answer, chunk_chars=4, chunk_delay=0.01)
+    recorder = Recorder()
+    result = await run_agent(llm, ctx, "sys", [], "what is apoptosis?", recorder)
+    deltas = [d for t, d in recorder.events if t == "answer_delta"]
+    pieces = -(-len(answer) // 4)
+    assert "".join(d["text"] for d in deltas) == answer and result.answer == answer.strip()
+    assert 1 < len(deltas) < pieces / 2, (len(deltas), pieces)
+    assert all(d["iteration"] == 1 for d in deltas)
+    assert llm_server.streams == ["finished"]
+
+
+async def test_cancel_closes_the_running_stream(llm: LLMClient, ctx: ToolContext, llm_server: ScriptedLLMServer) -> None:
+    import asyncio
+    import time
+
+    from services.agent.loop import JobCancelled
+
+    llm_server.script = lambda body: Reply("word " * 400, chunk_chars=5, chunk_delay=0.02)
+    asked_at: list[float] = []
+
+    async def should_stop() -> str | None:
+        if not asked_at:
+            asked_at.append(time.monotonic())
+        return "user asked" if time.monotonic() - asked_at[0] > 0.6 else None
+
+    recorder = Recorder()
+    with pytest.raises(JobCancelled) as info:
+        await run_agent(llm, ctx, "sys", [], "talk a lot", recorder, should_stop=should_stop)
+    assert info.value.reason == "user asked" and info.value.iteration == 1
+    streamed = "".join(d["text"] for t, d in recorder.events if t == "answer_delta")
+    assert 0 < len(streamed) < len("word " * 400)
+    deadline = time.monotonic() + 5
+    while not llm_server.streams and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert llm_server.streams == ["abandoned"]
+
+
+async def test_cancel_between_tool_calls(llm: LLMClient, ctx: ToolContext, llm_server: ScriptedLLMServer) -> None:
+    from services.agent.loop import JobCancelled
+
+    llm_server.script = lambda body: Reply(tool_calls=[("get_node_labels", {}), ("get_edge_types", {})])
+    recorder = Recorder()
+
+    async def should_stop() -> str | None:
+        return "stop now" if recorder.types().count("tool_result") >= 1 else None
+
+    with pytest.raises(JobCancelled):
+        await run_agent(llm, ctx, "sys", [], "q", recorder, should_stop=should_stop)
+    assert recorder.types().count("tool_call") == 1

@@ -177,3 +177,45 @@ def test_killed_agent_is_replaced_and_the_job_ends_once(stack: Stack, llm_server
     events = read_stream(f"{stack.gateway_url}/chat/job/{job['job_id']}/events", headers=ALICE)
     assert [e.event for e in events].count("job_done") == 1
     assert "agent_restarted" in [e.event for e in events]
+
+
+def test_streamed_answer_and_cancel(stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
+    llm_server_session.streams.clear()
+    long_answer = "Apoptosis unfolds in steps. " * 200
+
+    def script(body: dict[str, Any]) -> Reply:
+        if body["model"] == "router-model":
+            return Reply(json.dumps({"route": "agent", "confidence": 0.9, "reasoning": "explain"}))
+        return Reply(long_answer, chunk_chars=6, chunk_delay=0.02)
+
+    llm_server_session.script = script
+    job = post(stack, "Tell me everything about apoptosis", ALICE).json()
+    deadline = time.monotonic() + 30
+    while not any(r.get("model") == "agent-model" for r in llm_server_session.requests[-3:]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.8)
+    cancel = httpx.post(f"{stack.gateway_url}/chat/job/{job['job_id']}/cancel", headers=ALICE)
+    assert cancel.status_code == 202, cancel.text
+    assert httpx.post(f"{stack.gateway_url}/chat/job/{job['job_id']}/cancel", headers=BOB).status_code == 404
+
+    events = read_stream(f"{stack.gateway_url}/chat/job/{job['job_id']}/events", headers=ALICE)
+    types = [e.event for e in events]
+    assert types[-1] == "job_cancelled" and "cancel_requested" in types
+    deltas = [e.data["data"]["text"] for e in events if e.event == "answer_delta"]
+    assert deltas and 0 < len("".join(deltas)) < len(long_answer)
+    assert long_answer.startswith("".join(deltas))
+    assert len(deltas) < len("".join(deltas)) / 6  # coalesced, not one event per piece
+
+    record = wait_job(stack, job["job_id"], ALICE)
+    assert record["status"] == "cancelled"
+    again = httpx.post(f"{stack.gateway_url}/chat/job/{job['job_id']}/cancel", headers=ALICE)
+    assert again.status_code == 409 and "already ended" in again.text
+    deadline = time.monotonic() + 10
+    while "abandoned" not in llm_server_session.streams:
+        assert time.monotonic() < deadline, llm_server_session.streams
+        time.sleep(0.1)
+    session = httpx.get(f"{stack.gateway_url}/chat/session/{job['session_id']}", headers=ALICE).json()
+    assert [m["role"] for m in session["messages"]] == ["user", "assistant"]
+    assert "cancelled" in session["messages"][1]["content"]
+    assert all(e["type"] != "answer_delta" for e in session["messages"][1]["events"])

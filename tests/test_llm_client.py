@@ -53,3 +53,41 @@ async def test_server_error_and_unreachable_name_the_endpoint(llm_server: Script
     with pytest.raises(LLMUnavailable) as info:
         await client_for(dead).chat([{"role": "user", "content": "x"}])
     assert dead in str(info.value)
+
+
+async def test_streamed_reply_passes_text_as_it_arrives(llm_server: ScriptedLLMServer) -> None:
+    llm_server.script = lambda body: Reply("Apoptosis is programmed cell death.", chunk_chars=5, input_tokens=9, output_tokens=4)
+    pieces: list[str] = []
+
+    async def sink(text: str) -> None:
+        pieces.append(text)
+
+    reply = await client_for(llm_server.url).chat([{"role": "user", "content": "x"}], on_text=sink)
+    assert llm_server.requests[0]["stream"] is True
+    assert len(pieces) == 7 and "".join(pieces) == reply.content == "Apoptosis is programmed cell death."
+    assert reply.usage == TokenUsage(9, 4) and reply.tool_calls == []
+
+
+async def test_streamed_tool_calls_are_assembled(llm_server: ScriptedLLMServer) -> None:
+    llm_server.script = lambda body: Reply(tool_calls=[("graph_query", {"cypher": "MATCH (n) RETURN count(n)"}), ("get_node_labels", {})])
+
+    async def sink(text: str) -> None:
+        raise AssertionError("no text expected")
+
+    reply = await client_for(llm_server.url).chat([{"role": "user", "content": "x"}], tools=[], on_text=sink)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("graph_query", '{"cypher": "MATCH (n) RETURN count(n)"}'),
+        ("get_node_labels", "{}"),
+    ]
+
+
+async def test_stream_cut_mid_answer_is_unavailable(llm_server: ScriptedLLMServer) -> None:
+    llm_server.script = lambda body: Reply("a long answer that never finishes", chunk_chars=4, cut_after=2)
+    pieces: list[str] = []
+
+    async def sink(text: str) -> None:
+        pieces.append(text)
+
+    with pytest.raises(LLMUnavailable):
+        await client_for(llm_server.url).chat([{"role": "user", "content": "x"}], on_text=sink)
+    assert pieces == ["a lo", "ng a"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.bus.cancel import job_cancelled_event
 from shared.bus.worker import Delivery, Outcome
 from shared.config import Settings
 from shared.contracts import ChatResponse, EventRecord, JobTask, TokenUsage, job_done_event, job_error_event
@@ -15,7 +16,7 @@ from shared.markdown import nodes_markdown
 from shared.rag.embedder import Embedder
 from shared.rag.search import vector_search
 
-from services.agent.loop import run_agent
+from services.agent.loop import JobCancelled, run_agent
 from services.agent.prompt import system_prompt
 from services.agent.tools import ToolContext
 
@@ -35,6 +36,9 @@ class AgentHandler:
         async def emit(type: str, data: dict[str, Any]) -> None:
             await delivery.emit(EventRecord(type, task.job_id, task.session_id, data))
 
+        reason = await delivery.cancel_reason()
+        if reason is not None:
+            return Outcome(events=[job_cancelled_event(task.job_id, task.session_id, reason, "agent")])
         if delivery.delivery_count > 1:
             await emit("agent_restarted", {"attempt": delivery.delivery_count})
         router_usage = task.decision.token_usage if task.decision else TokenUsage()
@@ -48,7 +52,10 @@ class AgentHandler:
                 task.message,
                 emit,
                 max_iterations=self.settings.agent_max_iterations,
+                should_stop=delivery.cancel_reason,
             )
+        except JobCancelled as exc:
+            return Outcome(events=[job_cancelled_event(task.job_id, task.session_id, exc.reason, "agent", iteration=exc.iteration)])
         except LLMUnavailable as exc:
             log.warning("agent_llm_unavailable", error=str(exc))
             return await self._degraded(task, exc, router_usage)

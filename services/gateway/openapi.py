@@ -83,6 +83,14 @@ def build_spec() -> dict[str, Any]:
         "/chat/job/{job_id}": {
             "get": _op("A job's status and result", {"200": _json(_ref("JobRecord"), "the job"), "404": not_found}, [_path_id("job_id")])
         },
+        "/chat/job/{job_id}/cancel": {
+            "post": _op(
+                "Cancel a running job: it stops at its next safe point and ends with job_cancelled",
+                {"202": _json(_ref("JobSubmission"), "cancel accepted"), "404": not_found,
+                 "409": _error("the job has already ended")},
+                [_path_id("job_id")],
+            )
+        },
         "/chat/job/{job_id}/events": {
             "get": _op(
                 "Follow a job's events (server-sent events)",
@@ -121,6 +129,7 @@ def build_spec() -> dict[str, Any]:
             }
         },
         "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+        "/": {"get": {"summary": "The web chat page (static files under /static/)", "responses": {"200": {"description": "text/html"}}}},
     }
     return {
         "openapi": "3.1.0",

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from shared.bus.cancel import request_cancel
 from shared.bus.log import entry_id_str, publish
 from shared.contracts import ChatRequest, EventRecord, JobSubmission, JobTask, new_id
 from services.gateway.access import anon_id, job_for, session_for
@@ -113,8 +114,20 @@ async def job_events(request: Request) -> Response:
     )
 
 
+async def cancel_job(request: Request) -> Response:
+    """Ask a running job to stop at its next safe point: 202, or 409 once it has ended."""
+    gw = gateway(request)
+    view = await job_for(gw, request.path_params["job_id"], anon_id(request))
+    record = view.record
+    if record.status.is_final:
+        raise ApiError(409, f"job {record.job_id} has already ended with status {record.status.value}")
+    await request_cancel(gw.redis, gw.keys, record.job_id, record.session_id, retention_seconds=gw.settings.event_retention_seconds)
+    return json_response(JobSubmission(record.job_id, record.session_id, record.status), 202)
+
+
 routes = [
     Route("/chat/message", post_message, methods=["POST"]),
+    Route("/chat/job/{job_id}/cancel", cancel_job, methods=["POST"]),
     Route("/chat/job/{job_id}", get_job, methods=["GET"]),
     Route("/chat/job/{job_id}/events", job_events, methods=["GET"]),
 ]

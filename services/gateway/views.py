@@ -20,6 +20,9 @@ from shared.bus.keys import Keys
 from shared.contracts import ChatResponse, ChatSession, EventRecord, JobEvent, JobRecord, JobStatus
 
 TERMINAL_TYPES = frozenset({"job_done", "job_error", "job_cancelled"})
+# streamed pieces of an answer: kept in the job's story (SSE replay), not in the
+# session, whose assistant message holds the whole answer
+TRANSIENT_TYPES = frozenset({"answer_delta"})
 SESSION_TYPES = frozenset({"session_renamed", "session_deleted"})
 
 
@@ -208,6 +211,8 @@ def project(
         keep = chat.pending_job_id if chat.pending_job_id != event.job_id else None
         chat.add("assistant", text, route, _confidence(job) if route else None)  # type: ignore[arg-type]
         chat.pending_job_id = keep
+    elif event.type in TRANSIENT_TYPES:
+        return change
     else:
         chat.add_event(event.type, event.data)
     change.session = msgspec.structs.replace(session, session=chat, updated_at=event.ts, last_id=entry_id)
