@@ -26,6 +26,8 @@ TARGETS: dict[str, str] = {
     "graph serve": "shared.graph.commands:serve",
     "search": "shared.rag.commands:search",
     "cypher": "shared.graph.commands:cypher",
+    "ask": "services.client.commands:ask",
+    "sessions": "services.client.commands:sessions",
 }
 
 
@@ -84,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     cypher.add_argument("query")
     cypher.add_argument("--json", action="store_true", help="one JSON object per row")
     cypher.set_defaults(target="cypher")
+
+    from services.client.options import add_client_parsers  # argparse only: nothing heavy
+
+    add_client_parsers(sub)  # ask, sessions
     return parser
 
 
