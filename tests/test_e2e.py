@@ -78,6 +78,10 @@ def wait_job(stack: Stack, job_id: str, headers: dict[str, str], timeout: float 
     raise TimeoutError(f"job {job_id} did not end")
 
 
+def asked_agent(server: ScriptedLLMServer, question: str) -> bool:
+    return any(r.get("model") == "agent-model" and last_user_text(r) == question for r in list(server.requests))
+
+
 def test_conversation_lookup_then_agent(stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
     llm_server_session.script = graph_script({})
     accepted = post(stack, "show me the node for the intrinsic pathway for apoptosis", ALICE)
@@ -164,7 +168,7 @@ def test_killed_agent_is_replaced_and_the_job_ends_once(stack: Stack, llm_server
     assert accepted.status_code == 202
     job = accepted.json()
     deadline = time.monotonic() + 30
-    while not any(r.get("model") == "agent-model" for r in llm_server_session.requests):
+    while not asked_agent(llm_server_session, question):
         assert time.monotonic() < deadline, "the agent never called the LLM"
         time.sleep(0.05)
     for agent in stack.of("agent"):
@@ -191,7 +195,7 @@ def test_streamed_answer_and_cancel(stack: Stack, llm_server_session: ScriptedLL
     llm_server_session.script = script
     job = post(stack, "Tell me everything about apoptosis", ALICE).json()
     deadline = time.monotonic() + 30
-    while not any(r.get("model") == "agent-model" for r in llm_server_session.requests[-3:]):
+    while not asked_agent(llm_server_session, "Tell me everything about apoptosis"):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     time.sleep(0.8)
