@@ -99,8 +99,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         if not args.no_load:
             from shared.graph.loader import load_graph
 
-            report = load_graph(settings, progress=lambda line: print(f"graph: {line}", flush=True))
-            print(f"graph: {report}", flush=True)
+            load_graph(settings, progress=lambda line: print(f"graph: {line}", flush=True))
         env = {**os.environ, "VALKEY_URL": valkey_url, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
         for service in SERVICES:
             for index in range(counts[service]):

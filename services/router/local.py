@@ -48,7 +48,7 @@ def leading_words(text: str, n: int) -> str:
 
 class LocalRouter:
     def __init__(self, encoder: TextEncoder, examples: list[tuple[RouteType, str]] | None = None,
-                 *, k: int = 5, temperature: float = 0.05) -> None:
+                 *, k: int = 5, temperature: float = 0.1) -> None:
         examples = examples if examples is not None else read_examples()
         self._encoder = encoder
         self._k = k
