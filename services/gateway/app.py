@@ -16,7 +16,7 @@ from shared.bus.keys import Keys
 from shared.config import Settings
 from shared.graph.client import GraphClient
 from shared.logging import get_logger
-from services.gateway import openapi, routes_chat, routes_health, routes_sessions
+from services.gateway import openapi, routes_chat, routes_health, routes_sessions, routes_web
 from services.gateway.context import Gateway
 from services.gateway.errors import EXCEPTION_HANDLERS
 from services.gateway.projector import Projector
@@ -78,7 +78,9 @@ def create_app(settings: Settings, *, redis: aioredis.Redis | None = None, proje
                 await client.aclose()
             log.info("gateway_stopped")
 
-    routes: list[Any] = [*routes_chat.routes, *routes_sessions.routes, *routes_health.routes, *openapi.routes]
+    routes: list[Any] = [
+        *routes_chat.routes, *routes_sessions.routes, *routes_health.routes, *openapi.routes, *routes_web.routes
+    ]
     app = Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS, lifespan=lifespan)
     app.state.gateway = Gateway(
         settings=settings,
