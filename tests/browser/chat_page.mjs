@@ -54,6 +54,47 @@ async function stepTypes(turn) {
   return turn.locator("li.step").evaluateAll((items) => items.map((li) => li.dataset.type));
 }
 
+// The renderer on its own, case by case: the DOM it builds, serialised for comparison.
+const LINK = (href, text) => `<a href="${href}" target="_blank" rel="noopener noreferrer">${text}</a>`;
+const MARKDOWN_CASES = [
+  ["# Title", "<h3>Title</h3>"],
+  ["### `code` in a *heading*", "<h5><code>code</code> in a <em>heading</em></h5>"],
+  ["**bold** and __bold__, *it* and _it_, `c*o*de`", "<p><strong>bold</strong> and <strong>bold</strong>, <em>it</em> and <em>it</em>, <code>c*o*de</code></p>"],
+  ["snake_case_name and 2*3*4", "<p>snake_case_name and 2<em>3</em>4</p>"],
+  ["line one\nline two\n\nnext paragraph", "<p>line one\nline two</p><p>next paragraph</p>"],
+  ["<b>bold?</b> <img src=x onerror=alert(1)>", "<p>&lt;b&gt;bold?&lt;/b&gt; &lt;img src=x onerror=alert(1)&gt;</p>"],
+  ["[site](https://reactome.org/a_b) [ftp](ftp://x.org) [js](javascript:alert(1)) [rel](/chat/sessions)",
+    `<p>${LINK("https://reactome.org/a_b", "site")} [ftp](ftp://x.org) [js](javascript:alert(1)) [rel](/chat/sessions)</p>`],
+  ["[**bold link**](http://example.org \"title\")", `<p>${LINK("http://example.org/", "<strong>bold link</strong>")}</p>`],
+  ["see https://reactome.org/content/detail/R-HSA-109606.", `<p>see ${LINK("https://reactome.org/content/detail/R-HSA-109606", "https://reactome.org/content/detail/R-HSA-109606")}.</p>`],
+  // a quote cannot break out of an attribute: the address ends there and the rest is text
+  ["[x](https://a.org/\" onmouseover=\"alert(1))", `<p>[x](${LINK("https://a.org/", "https://a.org/")}" onmouseover="alert(1))</p>`],
+  ["- a\n- b with **b**\n  continued\n- c", "<ul><li>a</li><li>b with <strong>b</strong>\ncontinued</li><li>c</li></ul>"],
+  ["- a\n  - a.1\n  - a.2\n- b", "<ul><li>a<ul><li>a.1</li><li>a.2</li></ul></li><li>b</li></ul>"],
+  ["3. three\n4. four", '<ol start="3"><li>three</li><li>four</li></ol>'],
+  ["```cypher\nMATCH (n) RETURN n.name\n<script>alert(1)</script>\n```", '<pre><code data-lang="cypher">MATCH (n) RETURN n.name\n&lt;script&gt;alert(1)&lt;/script&gt;</code></pre>'],
+  ["```\nnever closed", "<pre><code>never closed</code></pre>"],
+  ["> quoted *text*", "<blockquote><p>quoted <em>text</em></p></blockquote>"],
+  ["a\n\n---\n\nb", "<p>a</p><hr><p>b</p>"],
+  ["| gene | role |\n|---|:---:|\n| BAX | **pro** |\n| a \\| b | <i>x</i> |",
+    '<div class="table-wrap"><table><thead><tr><th>gene</th><th>role</th></tr></thead><tbody><tr><td>BAX</td><td><strong>pro</strong></td></tr><tr><td>a | b</td><td>&lt;i&gt;x&lt;/i&gt;</td></tr></tbody></table></div>'],
+  ["", ""],
+];
+
+async function markdownCases(page) {
+  const rendered = await page.evaluate(async (cases) => {
+    const { renderMarkdown } = await import("/static/app.js");
+    return cases.map(([source]) => {
+      const box = document.createElement("div");
+      box.append(renderMarkdown(source));
+      return box.innerHTML; // read back only, to compare
+    });
+  }, MARKDOWN_CASES);
+  const wrong = MARKDOWN_CASES.map(([source, expected], i) => ({ source, expected, got: rendered[i] })).filter((c) => c.got !== c.expected);
+  check(wrong.length === 0, `Markdown rendered as expected: ${JSON.stringify(wrong, null, 1)}`);
+  return MARKDOWN_CASES.length;
+}
+
 async function agentAnswer(page) {
   const turn = await ask(page, AGENT_QUESTION);
   await page.waitForSelector('body[data-state="running"]', { timeout: STEP_TIMEOUT });
@@ -248,6 +289,7 @@ async function main() {
       const anon = await page.evaluate(() => localStorage.getItem("chat-agent.anon-id"));
       check(/^[A-Za-z0-9_.-]{1,128}$/.test(anon || ""), `an anonymous id is kept in localStorage: ${anon}`);
     });
+    const markdown = await timed("markdown cases", () => markdownCases(page));
     await timed("agent answer", () => agentAnswer(page));
     await page.screenshot({ path: join(OUTPUT, "web-chat.png") });
     await timed("lookup with reconnect", () => lookupAnswerAfterReconnect(page));
@@ -256,7 +298,7 @@ async function main() {
     const kept = await timed("rename, reload, delete", () => renameReloadDelete(page, dialogs));
     check(dialogs.length === 1 && /Delete this session/.test(dialogs[0]), `only the delete confirmation was a dialog: ${dialogs}`);
     check(problems.length === 0, `no page errors: ${problems.join(" | ")}`);
-    console.log(JSON.stringify({ ok: true, ...kept, growth, refusal, timings, total_ms: Date.now() - started,
+    console.log(JSON.stringify({ ok: true, ...kept, markdown, growth, refusal, timings, total_ms: Date.now() - started,
       screenshots: ["web-chat.png", "web-chat-reloaded.png"].map((f) => join(OUTPUT, f)) }));
   } catch (err) {
     const shot = join(OUTPUT, "web-chat-failure.png");
