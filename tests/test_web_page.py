@@ -98,14 +98,14 @@ def browser() -> None:
     reason = browser_missing()
     if reason is None:
         return
-    if os.environ.get("CI"):
+    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
         pytest.fail(f"the browser test must run under CI: {reason}")
     pytest.skip(f"browser test skipped: {reason}")
 
 
 @pytest.fixture(scope="module")
 def page_stack(
-    browser: None, graph_settings: Settings, loaded_graph: Any, redis_url: str, llm_server_session: ScriptedLLMServer,
+    graph_settings: Settings, loaded_graph: Any, redis_url: str, llm_server_session: ScriptedLLMServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
     settings = stack_settings(
@@ -134,7 +134,7 @@ def test_gateway_serves_the_page(page_stack: Stack) -> None:
     assert "/" in httpx.get(f"{url}/openapi.json").json()["paths"]
 
 
-def test_chat_page_in_chromium(page_stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
+def test_chat_page_in_chromium(browser: None, page_stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
     llm_server_session.script = page_script
     OUTPUT_DIR.mkdir(exist_ok=True)
     env = {**os.environ, "GATEWAY_URL": page_stack.gateway_url, "OUTPUT_DIR": str(OUTPUT_DIR), "CHROMIUM_PATH": CHROMIUM}

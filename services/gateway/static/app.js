@@ -469,6 +469,7 @@ class Turn {
         this.step(type, `Agent step ${data.iteration ?? "?"}${data.max_iterations ? ` of at most ${data.max_iterations}` : ""}`);
         break;
       case "tool_call": {
+        this.settleStreamedText(data.iteration);
         const li = this.step(type, "Tool call: ", el("strong", { class: "tool-name", text: String(data.name) }));
         const args = formatArguments(data.arguments);
         const cypher = args && typeof args === "object" ? args.cypher ?? args.query : null;
@@ -520,6 +521,7 @@ class Turn {
       this.streamedIteration = iteration;
     }
     this.streamed += String(data.text ?? "");
+    if (!this.streamed) return;
     this.root.classList.add("streaming");
     if (!this.pendingRender) {
       this.pendingRender = true;
@@ -528,6 +530,15 @@ class Turn {
         if (this.root.classList.contains("streaming")) this.answer.replaceChildren(renderMarkdown(this.streamed));
       });
     }
+  }
+
+  // Text the model wrote before calling tools is not the answer: it moves to the steps.
+  settleStreamedText(iteration) {
+    if (!this.streamed || (iteration !== undefined && iteration !== this.streamedIteration)) return;
+    this.step("model_text", el("span", { class: "reasoning", text: this.streamed }));
+    this.streamed = "";
+    this.root.classList.remove("streaming");
+    this.answer.replaceChildren();
   }
 
   finish(state, summary) {
