@@ -17,7 +17,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const STEP_TIMEOUT = Number(process.env.STEP_TIMEOUT_MS || 20000);
 
 // The questions the scripted LLM knows (see tests/test_web_page.py).
-const AGENT_QUESTION = "Why do cells die through the intrinsic pathway?";
+const AGENT_QUESTION = 'Why do cells die through the intrinsic pathway? <img src=x onerror="window.__pwned=5">';
 const LOOKUP_QUESTION = "show me the node for the intrinsic pathway for apoptosis";
 const SLOW_QUESTION = "Explain slowly how apoptosis is regulated";
 const REFUSED_QUESTION = "One question too many";
@@ -114,6 +114,9 @@ async function agentAnswer(page) {
   check(calls.join(",") === "vector_search,graph_query", `tool calls in order: ${calls}`);
   const cypher = await turn.locator('li[data-type="tool_call"] pre.cypher code').innerText();
   check(/^MATCH \(p\) WHERE p\.stId = 'R-HSA-\d+' RETURN/.test(cypher), `the Cypher is shown as code: ${cypher}`);
+  const searched = await turn.locator('li[data-type="tool_call"] pre.arguments code').innerText();
+  check(searched.includes('<img src=x onerror=\\"window.__pwned=5\\">'), `tool arguments shown as text: ${searched}`);
+  check((await page.locator("article.turn.user .user-text").last().innerText()) === AGENT_QUESTION, "the question shows as typed");
   const results = await turn.locator('li[data-type="tool_result"]').allInnerTexts();
   check(results.length === 2 && results.every((r) => /ok · [\d.]+ ms/.test(r)), `tool results with duration: ${results}`);
 
