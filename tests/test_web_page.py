@@ -127,6 +127,7 @@ def test_gateway_serves_the_page(page_stack: Stack) -> None:
     assert 'src="/static/app.js"' in index.text and "Reactome Knowledgebase" in index.text
     script = httpx.get(f"{url}/static/app.js")
     assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    assert script.headers["x-content-type-options"] == "nosniff" and "content-security-policy" in script.headers
     # the page builds its DOM from elements and text nodes only
     assert not re.search(r"\.(inner|outer)HTML\s*\+?=|insertAdjacentHTML|document\.write|createContextualFragment", script.text)
     assert httpx.get(f"{url}/static/style.css").headers["content-type"].startswith("text/css")
