@@ -20,8 +20,9 @@ import pytest
 
 from shared.config import PROJECT_ROOT, Settings
 from services.client.render import format_cypher, render_markdown
-from tests.fixtures.llm_server import Reply, ScriptedLLMServer, free_port, last_user_text, tool_results
-from tests.fixtures.stack import Stack, stack_settings
+from tests.fixtures.llm_server import ScriptedLLMServer, free_port, tool_results
+from tests.fixtures.scripts import graph_agent_script
+from tests.fixtures.stack import Stack, running_stack, stack_settings
 from tests.sse_client import read_stream
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -30,25 +31,7 @@ AGENT_Q = "Why do cells die through the intrinsic pathway?"
 
 
 def graph_script(delay: dict[str, float]) -> Any:
-    """Router: 'show me ...' is a lookup, anything else the agent. Agent: vector_search,
-    then a graph_query on the top hit, then an answer naming what the graph returned."""
-
-    def script(body: dict[str, Any]) -> Reply:
-        question = last_user_text(body)
-        if body["model"] == "router-model":
-            route = "lookup" if question.lower().startswith("show me") else "agent"
-            return Reply(json.dumps({"route": route, "confidence": 0.95 if route == "lookup" else 0.9, "reasoning": "scripted"}))
-        results = tool_results(body)
-        if not results:
-            return Reply(tool_calls=[("vector_search", {"query": question, "k": 3})], delay=delay.get(question, 0.0))
-        if len(results) == 1:
-            st_id = json.loads(results[0])[0]["stId"]
-            cypher = f"MATCH (p) WHERE p.stId = '{st_id}' RETURN p.displayName AS name, p.stId AS id LIMIT 5"
-            return Reply(tool_calls=[("graph_query", {"cypher": cypher})], delay=delay.get(question + "#2", 0.0))
-        rows = json.loads(results[1])["rows"]
-        return Reply(f"## Answer\n\nThe graph points to **{rows[0]['name']}** (`{rows[0]['id']}`).\n\n- one point\n- another")
-
-    return script
+    return graph_agent_script(delay, "## Answer\n\nThe graph points to **{name}** (`{id}`).\n\n- one point\n- another")
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +40,8 @@ def stack(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
     llm_server_session.script = graph_script({})
-    settings = stack_settings(graph_settings, redis_url, llm_server_session.url, tmp_path_factory.mktemp("state"))
-    running = Stack(settings, Path(tmp_path_factory.mktemp("logs")))
-    try:
-        yield running.start_all()
-    finally:
-        running.stop_all()
+    with running_stack(graph_settings, redis_url, llm_server_session.url, tmp_path_factory) as stack:
+        yield stack
 
 
 @pytest.fixture

@@ -7,45 +7,19 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from shared.config import Settings
-from tests.fixtures.llm_server import Reply, ScriptedLLMServer, last_user_text, tool_results
-from tests.fixtures.stack import Stack, stack_settings
+from tests.fixtures.llm_server import Reply, ScriptedLLMServer, last_user_text
+from tests.fixtures.scripts import graph_agent_script
+from tests.fixtures.stack import Stack, running_stack
 from tests.sse_client import read_stream
 
 ALICE = {"X-Anon-Id": "alice"}
 BOB = {"X-Anon-Id": "bob"}
-
-
-def graph_script(agent_delay: dict[str, float]) -> Any:
-    """Router: 'show me ...' is a lookup; anything else the agent.
-    Agent: vector_search the question, then query the graph for the top hit's name,
-    then answer with what the graph returned (nothing is hard-coded)."""
-
-    def script(body: dict[str, Any]) -> Reply:
-        question = last_user_text(body)
-        if body["model"] == "router-model":
-            if question.lower().startswith("show me"):
-                return Reply(json.dumps({"route": "lookup", "confidence": 0.95, "reasoning": "asks for a node"}))
-            return Reply(json.dumps({"route": "agent", "confidence": 0.9, "reasoning": "needs an explanation"}))
-        results = tool_results(body)
-        delay = agent_delay.get(question, 0.0)
-        if not results:
-            return Reply(tool_calls=[("vector_search", {"query": question, "k": 3})], delay=delay)
-        if len(results) == 1:
-            hits = json.loads(results[0])
-            st_id = hits[0]["stId"]
-            cypher = f"MATCH (p) WHERE p.stId = '{st_id}' RETURN p.displayName AS name, p.stId AS id"
-            return Reply(tool_calls=[("graph_query", {"cypher": cypher})])
-        rows = json.loads(results[1])["rows"]
-        return Reply(f"The graph points to **{rows[0]['name']}** ({rows[0]['id']}).")
-
-    return script
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +27,8 @@ def stack(
     graph_settings: Settings, loaded_graph: Any, redis_url: str, llm_server_session: ScriptedLLMServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
-    settings = stack_settings(graph_settings, redis_url, llm_server_session.url, tmp_path_factory.mktemp("state"))
-    running = Stack(settings, Path(tmp_path_factory.mktemp("logs")))
-    try:
-        yield running.start_all()
-    finally:
-        running.stop_all()
+    with running_stack(graph_settings, redis_url, llm_server_session.url, tmp_path_factory) as stack:
+        yield stack
 
 
 def post(stack: Stack, message: str, headers: dict[str, str], session_id: str | None = None) -> httpx.Response:
@@ -83,7 +53,7 @@ def asked_agent(server: ScriptedLLMServer, question: str) -> bool:
 
 
 def test_conversation_lookup_then_agent(stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
-    llm_server_session.script = graph_script({})
+    llm_server_session.script = graph_agent_script({})
     accepted = post(stack, "show me the node for the intrinsic pathway for apoptosis", ALICE)
     assert accepted.status_code == 202, accepted.text
     job = accepted.json()
@@ -163,7 +133,7 @@ def test_conversation_lookup_then_agent(stack: Stack, llm_server_session: Script
 
 def test_killed_agent_is_replaced_and_the_job_ends_once(stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
     question = "Explain how apoptosis is regulated, slowly"
-    llm_server_session.script = graph_script({question: 4.0})
+    llm_server_session.script = graph_agent_script({question: 4.0})
     accepted = post(stack, question, ALICE)
     assert accepted.status_code == 202
     job = accepted.json()
