@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from shared.config import PROJECT_ROOT, Settings
-from tests.fixtures.llm_server import Reply, ScriptedLLMServer, last_user_text, tool_results
+from tests.fixtures.llm_server import Reply, ScriptedLLMServer, Status, last_user_text, tool_results
 from tests.fixtures.stack import Stack, stack_settings
 
 BROWSER_DIR = PROJECT_ROOT / "tests" / "browser"
@@ -34,7 +34,8 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 # the questions tests/browser/chat_page.mjs asks
 SLOW_QUESTION = "Explain slowly how apoptosis is regulated"
-RATE_LIMIT = 3  # the script's fourth message is refused
+FAILING_QUESTION = "Ask the model something it refuses"
+RATE_LIMIT = 4  # the script's fifth message is refused
 
 ANSWER = """## Intrinsic pathway
 
@@ -60,15 +61,18 @@ def _streamed(**kwargs: Any) -> dict[str, Any]:
     return {k: v for k, v in kwargs.items() if k in known}
 
 
-def page_script(body: dict[str, Any]) -> Reply:
+def page_script(body: dict[str, Any]) -> Reply | Status:
     """Router: 'show me ...' is a lookup, the rest goes to the agent. Agent: search,
     query the top hit with Cypher, answer in Markdown laced with HTML that must stay
-    text; the slow question streams its answer for long enough to be cancelled."""
+    text; the slow question streams its answer for long enough to be cancelled, and
+    the failing one is refused by the model (a job_error)."""
     question = last_user_text(body)
     if body["model"] == "router-model":
         if question.lower().startswith("show me"):
             return Reply(json.dumps({"route": "lookup", "confidence": 0.95, "reasoning": "asks for a node"}))
         return Reply(json.dumps({"route": "agent", "confidence": 0.9, "reasoning": "needs an explanation"}))
+    if question == FAILING_QUESTION:
+        return Status(400, "scripted refusal")  # a job_error for the page to show
     if question == SLOW_QUESTION:
         return Reply(SLOW_ANSWER, **_streamed(chunk_chars=6, chunk_delay=0.08))
     results = tool_results(body)

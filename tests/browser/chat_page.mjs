@@ -20,6 +20,7 @@ const STEP_TIMEOUT = Number(process.env.STEP_TIMEOUT_MS || 20000);
 const AGENT_QUESTION = 'Why do cells die through the intrinsic pathway? <img src=x onerror="window.__pwned=5">';
 const LOOKUP_QUESTION = "show me the node for the intrinsic pathway for apoptosis";
 const SLOW_QUESTION = "Explain slowly how apoptosis is regulated";
+const FAILING_QUESTION = "Ask the model something it refuses";
 const REFUSED_QUESTION = "One question too many";
 const NEW_NAME = "Apoptosis questions";
 
@@ -209,6 +210,16 @@ async function cancelWhileStreaming(page) {
   return { early, later };
 }
 
+async function jobError(page) {
+  const turn = await waitTurnEnd(await ask(page, FAILING_QUESTION), "error");
+  const shown = await turn.locator(".job-error").innerText();
+  check(/could not be answered: .*refused the request: 400/.test(shown), `the job_error reason is shown: ${shown}`);
+  await page.waitForSelector("#error:not([hidden])", { timeout: STEP_TIMEOUT });
+  check(/ended with an error/.test(await page.innerText("#error-text")), "the error banner tells about it");
+  await page.click("#error-close");
+  check(await page.isHidden("#error"), "the banner can be dismissed");
+}
+
 async function refusedByRateLimit(page) {
   await ask(page, REFUSED_QUESTION, { accepted: false });
   await page.waitForSelector("#error:not([hidden])", { timeout: STEP_TIMEOUT });
@@ -234,8 +245,8 @@ async function renameReloadDelete(page, dialogs) {
   await page.reload();
   await page.waitForFunction((name) => document.querySelector("#session-title")?.textContent === name, NEW_NAME, { timeout: STEP_TIMEOUT });
   check((await page.evaluate(() => localStorage.getItem("chat-agent.anon-id"))) === anon, "the anonymous id is kept across reloads");
-  check((await page.locator("article.turn.user").count()) === 3, "three questions after the reload");
-  check((await page.locator("article.turn.assistant").count()) === 3, "three answers after the reload");
+  check((await page.locator("article.turn.user").count()) === 4, "four questions after the reload");
+  check((await page.locator("article.turn.assistant").count()) === 4, "four answers after the reload");
   const restored = await page.locator("article.turn.assistant").first().innerText();
   check(restored.includes("<script>window.__pwned=2</script>") && (await page.evaluate(() => window.__pwned)) === undefined, "the stored answer is still text");
   await page.screenshot({ path: join(OUTPUT, "web-chat-reloaded.png") });
@@ -297,6 +308,7 @@ async function main() {
     await page.screenshot({ path: join(OUTPUT, "web-chat.png") });
     await timed("lookup with reconnect", () => lookupAnswerAfterReconnect(page));
     const growth = await timed("stream and cancel", () => cancelWhileStreaming(page));
+    await timed("job error", () => jobError(page));
     const refusal = await timed("rate limit", () => refusedByRateLimit(page));
     const kept = await timed("rename, reload, delete", () => renameReloadDelete(page, dialogs));
     check(dialogs.length === 1 && /Delete this session/.test(dialogs[0]), `only the delete confirmation was a dialog: ${dialogs}`);
