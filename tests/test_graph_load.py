@@ -90,3 +90,23 @@ async def test_a_changed_graph_on_a_foreign_server_is_refused(loaded_graph: Load
         handle.write("R-HSA-0\tA new pathway\tHomo sapiens\tfalse\ttrue\t0\t0\tNew.\n")
     with pytest.raises(LoadError, match="cannot drop a graph"):
         await load_graph_async(graph_settings, changed, progress=lambda m: None, server=None)
+
+
+async def test_force_rebuilds_on_an_own_server(reactome_subset: Path, tmp_path: Path) -> None:
+    from tests.fixtures.turingdb import free_port
+
+    server = TuringDBServer(tmp_path / "turingdb", free_port()).start()
+    try:
+        settings = load_settings(
+            {}, turingdb_url="127.0.0.1", turingdb_port=server.port, turingdb_graph="forced", state_dir=str(tmp_path), log_format="console"
+        )
+        first = await load_graph_async(settings, reactome_subset, progress=lambda m: None, server=server)
+        messages: list[str] = []
+        forced = await load_graph_async(settings, reactome_subset, force=True, progress=messages.append, server=server)
+        assert first.changed and forced.changed and forced.index_changed
+        assert any("removing it and restarting" in m for m in messages)
+        async with GraphClient.from_settings(settings) as client:
+            rows = await client.query("MATCH (n) RETURN count(n) AS c")
+            assert rows[0]["c"] == forced.nodes + 1  # + the LoadInfo node
+    finally:
+        server.stop()
