@@ -84,10 +84,11 @@ async def index_matches(client: GraphClient, embedder: Embedder, items: Sequence
 
 
 def write_vector_csv(path: Path, keys: Sequence[int], vectors: np.ndarray) -> None:
-    """Rows `id,v1,...,vd` (what LOAD VECTOR reads)."""
-    table = np.column_stack([np.asarray(keys, dtype=np.float64), vectors.astype(np.float64)])
-    fmt = ["%d"] + ["%.6g"] * vectors.shape[1]
-    np.savetxt(path, table, fmt=fmt, delimiter=",")
+    """Rows `id,v1,...,vd` (what LOAD VECTOR reads); one %-format per row (faster than savetxt)."""
+    row = "%d," + ",".join(["%.6g"] * vectors.shape[1]) + "\n"
+    with path.open("w", encoding="ascii") as out:
+        for key, values in zip(keys, vectors.tolist()):
+            out.write(row % (key, *values))
 
 
 async def build_vector_index(
