@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 CYPHER_NOTES = """\
-TuringDB Cypher, as checked on the server this system runs:
+TuringDB Cypher, as checked on the server this system runs (turingdb 3.0.2):
 - Return properties explicitly (n.displayName, n.stId); `RETURN n` gives only an internal id.
 - No query parameters ($x): write literals inline, strings in single quotes, escape ' as \\'.
 - No regular expressions (=~). CONTAINS, STARTS WITH and = are case-sensitive.
-- Schema procedures: CALL db.labels(), CALL db.edgeTypes(), CALL db.propertyTypes().
+- Comments: only `//`; `/* ... */` is a parse error.
+- Schema procedures: CALL db.labels(), CALL db.edgeTypes(), CALL db.propertyTypes(); to filter
+  or limit them write `CALL db.labels() YIELD label RETURN label LIMIT 5` (a bare `CALL ... LIMIT` fails).
+- Nodes carry `displayName`, their Reactome id in `stId` (genes: `symbol`; GO terms: `goId`;
+  publications: `pubmedId`) and an integer `key`; `id(n)` is internal and differs from `key`.
 - Queries are read-only here: CREATE, MERGE, SET, DELETE, REMOVE, LOAD and procedures that write are refused.
 - Results are capped in rows; add LIMIT and aggregate (count(...)) instead of listing everything.
 - Errors come back as text (PARSE_ERROR, ANALYZE_ERROR, PLAN_ERROR, EXEC_ERROR): read them and fix the query."""
