@@ -50,28 +50,83 @@ def _path_id(name: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
 
 
-def _op(summary: str, responses: dict[str, Any], params: list[dict[str, Any]] | None = None, body: str | None = None) -> dict[str, Any]:
-    op: dict[str, Any] = {"summary": summary, "parameters": [ANON, *(params or [])], "responses": {**responses, **COMMON}}
+ANON_REQUIRED = {**ANON, "required": True}
+ENTRY_ID_PATTERN = "^[0-9]{1,20}-[0-9]{1,20}$"
+SSE_EVENT = {
+    "description": "one event of the stream (OpenAPI 3.1: the schema describes each event)",
+    "type": "object",
+    "required": ["id", "event", "data"],
+    "properties": {
+        "id": {"type": "string", "pattern": ENTRY_ID_PATTERN},
+        "event": {"type": "string"},
+        "data": {"type": "string", "contentMediaType": "application/json", "description": "a JobEvent: {type, data}"},
+    },
+}
+
+
+def _op(
+    summary: str,
+    responses: dict[str, Any],
+    params: list[dict[str, Any]] | None = None,
+    body: str | None = None,
+    anon: dict[str, Any] = ANON,
+) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "parameters": [anon, *(params or [])], "responses": {**responses, **COMMON}}
     if body:
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(body)}}}
     return op
 
 
+def _link(path: str, method: str, param: str, source: str) -> dict[str, Any]:
+    """An OpenAPI link to `method path`, its id taken from `source`."""
+    ref = "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method
+    return {
+        "operationRef": ref,
+        "parameters": {f"path.{param}": source},
+    }
+
+
+def _session_links(source: str) -> dict[str, Any]:
+    path = "/chat/session/{session_id}"
+    return {
+        "GetSession": _link(path, "get", "session_id", source),
+        "RenameSession": _link(path, "patch", "session_id", source),
+        "DeleteSession": _link(path, "delete", "session_id", source),
+    }
+
+
+def _not_blank_pattern() -> str:
+    """A regex for "holds a character that str.strip() keeps": what the routes require."""
+    spaces = "".join(f"\\u{c:04x}" for c in range(0x3001) if chr(c).isspace())
+    return f"[^{spaces}]"
+
+
 def build_spec() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the gateway."""
     _, components = msgspec.json.schema_components(_SCHEMA_TYPES, ref_template=REF)
+    # the routes refuse blank text (422) beyond what the Structs check
+    components["ChatRequest"]["properties"]["message"]["pattern"] = _not_blank_pattern()
+    components["RenameRequest"]["properties"]["name"]["pattern"] = _not_blank_pattern()
     not_found = _error("unknown id, or not yours")
     sse_event = {
         "description": "text/event-stream: `id:` stream entry id, `event:` type, `data:` a JobEvent as JSON;"
         " `: ping` comments keep the connection alive; ends after job_done, job_error or job_cancelled",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {"text/event-stream": {"schema": SSE_EVENT}},
     }
+    entry_id = {"type": "string", "pattern": "^$|" + ENTRY_ID_PATTERN}  # empty: from the start
     paths: dict[str, Any] = {
         "/chat/message": {
             "post": _op(
                 "Submit a message; the answer comes as events of the job",
                 {
-                    "202": _json(_ref("JobSubmission"), "accepted"),
+                    "202": {
+                        **_json(_ref("JobSubmission"), "accepted"),
+                        "links": {
+                            "GetJob": _link("/chat/job/{job_id}", "get", "job_id", "$response.body#/job_id"),
+                            "CancelJob": _link("/chat/job/{job_id}/cancel", "post", "job_id", "$response.body#/job_id"),
+                            **_session_links("$response.body#/session_id"),
+                        },
+                    },
                     "404": not_found,
                     "413": _error("body too large"),
                     "422": _error("a field is invalid (field and reason)"),
@@ -97,9 +152,9 @@ def build_spec() -> dict[str, Any]:
                 {"200": sse_event, "404": not_found},
                 [
                     _path_id("job_id"),
-                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"},
+                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": entry_id,
                      "description": "resume after this entry id"},
-                    {"name": "last_event_id", "in": "query", "required": False, "schema": {"type": "string"},
+                    {"name": "last_event_id", "in": "query", "required": False, "schema": entry_id,
                      "description": "the same, for clients that cannot set headers"},
                 ],
             )
@@ -108,7 +163,11 @@ def build_spec() -> dict[str, Any]:
             "get": _op("A session with its messages", {"200": _json(_ref("ChatSession"), "the session"), "404": not_found}, [_path_id("session_id")]),
             "patch": _op(
                 "Rename a session",
-                {"200": _json(_ref("ChatSession"), "the renamed session"), "404": not_found, "422": _error("invalid name")},
+                {
+                    "200": {**_json(_ref("ChatSession"), "the renamed session"), "links": _session_links("$response.body#/session_id")},
+                    "404": not_found,
+                    "422": _error("invalid name"),
+                },
                 [_path_id("session_id")],
                 body="RenameRequest",
             ),
@@ -119,6 +178,7 @@ def build_spec() -> dict[str, Any]:
                 "This user's sessions, newest activity first (X-Anon-Id required)",
                 {"200": _json({"type": "array", "items": _ref("SessionSummary")}, "the sessions"), "422": _error("bad limit")},
                 [{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
+                anon=ANON_REQUIRED,
             )
         },
         "/healthz": {"get": {"summary": "The process answers", "responses": {"200": {"description": "alive"}}}},
