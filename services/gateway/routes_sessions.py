@@ -100,9 +100,15 @@ async def delete_session(request: Request) -> Response:
     return Response(status_code=204)
 
 
+_SESSION_METHODS = {"GET": get_session, "HEAD": get_session, "PATCH": rename_session, "DELETE": delete_session}
+
+
+async def session_endpoint(request: Request) -> Response:
+    """One route for the three methods, so a 405 lists them all in Allow."""
+    return await _SESSION_METHODS[request.method](request)
+
+
 routes = [
     Route("/chat/sessions", list_sessions, methods=["GET"]),
-    Route("/chat/session/{session_id}", get_session, methods=["GET"]),
-    Route("/chat/session/{session_id}", rename_session, methods=["PATCH"]),
-    Route("/chat/session/{session_id}", delete_session, methods=["DELETE"]),
+    Route("/chat/session/{session_id}", session_endpoint, methods=["GET", "PATCH", "DELETE"]),
 ]
