@@ -82,7 +82,7 @@ def validation_error(exc: msgspec.ValidationError) -> ApiError:
 
 
 def decode_body(raw: bytes, decoder: msgspec.json.Decoder[Any]) -> Any:
-    """Decode a JSON body: malformed JSON is a 400, a wrong shape a 422."""
+    """Decode a JSON body: malformed JSON or bad UTF-8 is a 400, a wrong shape a 422."""
     if not raw.strip():
         raise field_error(400, "body", "a JSON object is required")
     try:
@@ -91,6 +91,8 @@ def decode_body(raw: bytes, decoder: msgspec.json.Decoder[Any]) -> Any:
         raise validation_error(exc) from None
     except msgspec.DecodeError as exc:
         raise field_error(400, "body", f"malformed JSON: {exc}") from None
+    except UnicodeDecodeError as exc:  # msgspec raises it for invalid UTF-8 in a string or key
+        raise field_error(400, "body", f"not valid UTF-8: {exc.reason} at byte {exc.start} of a string") from None
 
 
 async def api_error_handler(request: Request, exc: Exception) -> Response:
