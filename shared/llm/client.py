@@ -105,7 +105,7 @@ class LLMClient:
                 log.warning("llm_rate_limited", attempt=attempt, backoff=self.backoff)
                 await asyncio.sleep(self.backoff)
             except (openai.APIConnectionError, openai.APITimeoutError, httpx.TransportError) as exc:
-                raise LLMUnavailable(self.endpoint, type(exc).__name__ + ": " + str(exc)) from exc
+                raise LLMUnavailable(self.endpoint, _transport_reason(exc)) from exc
             except openai.InternalServerError as exc:
                 raise LLMUnavailable(self.endpoint, f"server error {exc.status_code}") from exc
             except openai.APIStatusError as exc:
@@ -115,6 +115,16 @@ class LLMClient:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def _transport_reason(exc: BaseException) -> str:
+    """The error and what caused it: the SDK says only "Connection error." for both a
+    refused connection and a stream the server closed mid-reply; the cause tells which."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += f" ({type(cause).__name__}: {cause})"
+    return text
 
 
 def _reply_from(completion: Any) -> LLMReply:
