@@ -5,6 +5,10 @@ XCLAIM it to itself with JUSTID (the delivery count is not bumped) and a given i
 time. Idle 0 renews the lease; idle = visibility timeout hands the entry back, so
 any consumer's next XAUTOCLAIM takes it at once. Entries another consumer took
 over are left alone and reported as lost.
+
+A second script writes a handler's progress event only while the consumer still owns
+the entry, in the same atomic step: a worker that stalled past its lease (a long
+pause, a frozen VM) cannot add its stale run's steps to a job another consumer redoes.
 """
 
 from __future__ import annotations
@@ -25,6 +29,14 @@ end
 return owned
 """
 
+EMIT_SCRIPT = """
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if not (p[1] and p[1][2] == ARGV[2]) then
+  return false
+end
+return redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], '*', ARGV[5], ARGV[6])
+"""
+
 
 class Leases:
     """Renew or hand back entries of one stream/group held by one consumer."""
@@ -34,6 +46,7 @@ class Leases:
         self.group = group
         self.consumer = consumer
         self._script: Any = client.register_script(LEASE_SCRIPT)
+        self._emit: Any = client.register_script(EMIT_SCRIPT)
 
     async def hold(self, entry_ids: list[str], idle_ms: int = 0) -> set[str]:
         """Set the idle time of the entries still owned; returns those ids."""
@@ -49,3 +62,11 @@ class Leases:
 
     async def hand_back(self, entry_ids: list[str], idle_ms: int) -> set[str]:
         return await self.hold(entry_ids, idle_ms)
+
+    async def add_if_owned(
+        self, entry_id: str, stream: str, minid: str, field: bytes, value: bytes
+    ) -> bytes | None:
+        """XADD stream MINID ~ minid * field value, if `entry_id` is still ours; its id, else None."""
+        return await self._emit(
+            keys=[self.stream, stream], args=[self.group, self.consumer, entry_id, minid, field, value]
+        )

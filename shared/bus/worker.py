@@ -31,12 +31,14 @@ from shared.bus.lease import Leases
 from shared.bus.cancel import cancel_reason
 from shared.bus.log import (
     DEFAULT_RETENTION_SECONDS,
+    EVENT_FIELD,
     TASK_FIELD,
     add_event,
     add_task,
     entry_id_str,
+    min_id,
 )
-from shared.contracts import EventRecord, JobTask, decode_task
+from shared.contracts import EventRecord, JobTask, decode_task, encode
 from shared.logging import bind_job, get_logger, unbind_job
 
 log = get_logger(__name__)
@@ -63,9 +65,16 @@ class Delivery:
         self._worker = worker
 
     async def emit(self, event: EventRecord) -> str:
-        """Publish a progress event now (agent_step, tool_call ...); returns its entry id."""
+        """Publish a progress event now (agent_step, tool_call ...); returns its entry id.
+
+        Raises LeaseLost, writing nothing, once another consumer has taken the entry over.
+        """
         w = self._worker
-        entry_id = await add_event(w.client, w.keys, event, w.retention_seconds)
+        entry_id = await w._leases.add_if_owned(
+            self.entry_id, w.keys.events, min_id(w.retention_seconds), EVENT_FIELD, encode(event)
+        )
+        if entry_id is None:
+            raise LeaseLost(self.entry_id)
         return entry_id_str(entry_id)
 
     async def cancel_reason(self) -> str | None:
@@ -77,6 +86,10 @@ class Delivery:
 
 
 Handler = Callable[[Delivery], Awaitable[Outcome]]
+
+
+class LeaseLost(Exception):
+    """The entry was taken over by another consumer (this one stalled past its lease)."""
 
 
 @dataclass(eq=False)
@@ -354,6 +367,10 @@ class Worker:
             except asyncio.CancelledError:
                 log.warning("handler cancelled; entry handed back", entry_id=d.entry_id, service=self.service)
                 raise
+            except LeaseLost:
+                slot.lost = True
+                log.warning("lease lost; run abandoned, the new owner redoes the entry", entry_id=d.entry_id)
+                return
             except Exception as exc:
                 self._remember_error(d.entry_id, exc)
                 log.exception(
