@@ -6,6 +6,9 @@ over HTTP with small delays so work is in flight when the kill lands.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,3 +94,79 @@ def test_sigkill_worker_mid_job_under_load(
     finally:
         submitter.join(60)
         client.close()
+
+
+def streamed_answer_script(server: ScriptedLLMServer) -> Any:
+    """search_then_answer, with the answer streamed slowly (about 1 s) so runs overlap."""
+    base = search_then_answer(router_delay=0.05, agent_delay=0.3)
+
+    def script(body: dict[str, Any]) -> Any:
+        reply = base(body)
+        if body["model"] == "agent-model" and not reply.tool_calls:
+            reply.chunk_chars, reply.chunk_delay = 6, 0.05
+        return reply
+
+    return script
+
+
+def events_of(client: redis.Redis, keys: Keys, job_ids: set[str], event_type: str) -> set[str]:
+    """Job ids among `job_ids` that have an event of `event_type` in the log."""
+    from shared.bus.log import EVENT_FIELD
+    from shared.contracts import decode_event
+
+    found = set()
+    for _entry_id, fields in client.xrange(keys.events, "-", "+"):
+        event = decode_event(fields[EVENT_FIELD])
+        if event.type == event_type and event.job_id in job_ids:
+            found.add(event.job_id)
+    return found
+
+
+def test_stalled_agent_resumes_after_its_jobs_were_taken_over(
+    stack: Stack, llm_server_session: ScriptedLLMServer, redis_url: str
+) -> None:
+    """An agent is frozen (SIGSTOP) past the visibility timeout while it runs jobs; a
+    second agent takes them over; the frozen one is thawed while the takeover runs, as
+    after a long GC pause or a stalled VM. Each job ends once, and after the takeover
+    (agent_restarted) the job's story holds only the new run: its iterations once each,
+    its streamed text exactly the final answer, nothing from the stale run."""
+    llm_server_session.script = streamed_answer_script(llm_server_session)
+    tag = uuid.uuid4().hex[:6]
+    messages = [f"Explain how apoptosis is regulated ({tag} {n})" for n in range(8)]
+    keys = Keys(stack.settings.key_prefix)
+    client = redis.Redis.from_url(redis_url)
+    [stalled] = stack.of("agent")
+    submitter = Submitter(stack.gateway_url, messages, gap=0.03, user_prefix=f"stall-{tag}-")
+    submitter.start()
+    try:
+        freeze_holding_work(stalled, client, keys, at_least=3)
+        held = set(held_jobs(client, keys, "agent", stalled.consumer))
+        taker = stack.start("agent")
+        deadline = time.monotonic() + 30
+        while not events_of(client, keys, held, "agent_restarted"):
+            assert time.monotonic() < deadline, "the held jobs were not taken over"
+            time.sleep(0.02)
+        stalled.process.send_signal(signal.SIGCONT)  # the stale run goes on where it was
+        submitter.join(60)
+        assert len(submitter.jobs) == len(messages)
+
+        records = wait_jobs(stack.gateway_url, submitter.jobs, JOB_BOUND_SECONDS)
+        assert {r["status"] for r in records.values()} == {"done"}
+        stories = check_job_outcomes(stack.gateway_url, submitter.jobs, records)
+        taken = events_of(client, keys, held, "agent_restarted")  # the rest the thawed agent kept
+        assert taken
+        for job_id in taken:
+            events = stories[job_id]
+            types = [e.event for e in events]
+            after = events[len(types) - 1 - types[::-1].index("agent_restarted") :]
+            steps = [e.data["data"]["iteration"] for e in after if e.event == "agent_step"]
+            assert steps == sorted(set(steps)), f"job {job_id}: iterations {steps} after the takeover"
+            assert [e.event for e in after].count("tool_call") == 1, [e.event for e in after]
+            streamed = "".join(e.data["data"]["text"] for e in after if e.event == "answer_delta")
+            assert streamed == records[job_id]["result"]["answer"], f"job {job_id}: streamed {streamed!r}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            stalled.process.send_signal(signal.SIGCONT)
+        submitter.join(60)
+        client.close()
+    assert stalled.terminate() == 0 and taker.alive()
