@@ -36,6 +36,7 @@ from tests.sse_client import SSEEvent
 LLM_TIMEOUT = 1.5
 LLM_RETRIES = 2
 JOB_BOUND_SECONDS = 20
+MAX_ITERATIONS = 6
 LONG_ANSWER = "Apoptosis is a regulated cell death programme. " * 20
 
 
@@ -47,6 +48,7 @@ def stack(
     settings = fault_settings(
         graph_settings, redis_url, llm_server_session.url, tmp_path_factory.mktemp("state"),
         llm_timeout_seconds=LLM_TIMEOUT, llm_max_retries=LLM_RETRIES, llm_retry_backoff_seconds=0.05,
+        agent_max_iterations=MAX_ITERATIONS,
     )
     with running_stack(settings, Path(tmp_path_factory.mktemp("logs"))) as running:
         yield running
@@ -63,6 +65,8 @@ def faulty_script(server: ScriptedLLMServer) -> Any:
     def script(body: dict[str, Any]) -> Reply | Status | Raw:
         question = last_user_text(body)
         if body["model"] == "router-model":
+            if "[router-slow]" in question:
+                return Reply("{}", delay=LLM_TIMEOUT + 2.5)
             return Status(500, "router model crashed") if "[router-500]" in question else routing_reply(question)
         if "[slow]" in question:
             return Reply("too late", delay=LLM_TIMEOUT + 2.5)
@@ -74,6 +78,8 @@ def faulty_script(server: ScriptedLLMServer) -> Any:
             return Status(500, "model crashed")
         if "[cut]" in question:
             return Reply(LONG_ANSWER, chunk_chars=8, cut_after=3)
+        if "[loop]" in question:
+            return Reply("Let me look once more.", tool_calls=[("get_node_labels", {})])
         if "[garbage]" in question:
             return Raw(b"data: {this is not json\n\n", content_type="text/event-stream")
         if "[bad-tools]" in question:
@@ -176,3 +182,25 @@ def test_llm_malformed_tool_calls(stack: Stack, llm_server_session: ScriptedLLMS
     assert len(sent) == 3 and all(t.startswith("Tool error:") for t in sent)
     assert "not valid JSON" in sent[0] and "unknown tool 'no_such_tool'" in sent[1] and "query" in sent[2]
     assert record["status"] == "done" and record["result"]["answer"].startswith("Recovered.")
+
+
+def test_router_model_slower_than_the_timeout(stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
+    """The router's model is too slow: the local router decides after the timeout
+    (routing_fallback names it) and the job goes on to a normal answer."""
+    job, record, story, took = run_job(stack, llm_server_session, "[router-slow]")
+    fallback = [e.data["data"] for e in story if e.event == "routing_fallback"]
+    assert len(fallback) == 1 and "Timeout" in fallback[0]["reason"], fallback
+    assert record["status"] == "done" and "closest node is" in record["result"]["answer"], record
+    assert len(calls_for(llm_server_session, "router-model", job.message)) == 1
+    assert took < LLM_TIMEOUT + 2.5
+
+
+def test_llm_that_never_stops_calling_tools(stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
+    """A model that calls a tool on every turn is stopped at AGENT_MAX_ITERATIONS: the
+    job ends done with an answer that says so, after exactly that many model calls."""
+    job, record, story, _ = run_job(stack, llm_server_session, "[loop]")
+    assert record["status"] == "done", record
+    assert f"stopped after {MAX_ITERATIONS} iterations" in record["result"]["answer"]
+    assert len(calls_for(llm_server_session, "agent-model", job.message)) == MAX_ITERATIONS
+    done = [e.data["data"] for e in story if e.event == "agent_done"]
+    assert done == [{"iterations": MAX_ITERATIONS, "tool_calls": MAX_ITERATIONS, "capped": True, "sources": 0}]
