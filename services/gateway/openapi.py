@@ -74,6 +74,7 @@ def _op(
     op: dict[str, Any] = {"summary": summary, "parameters": [anon, *(params or [])], "responses": {**responses, **COMMON}}
     if body:
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(body)}}}
+        op["responses"]["415"] = _error("Content-Type is not JSON")
     return op
 
 

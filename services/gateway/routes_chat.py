@@ -24,8 +24,23 @@ _chat_decoder = msgspec.json.Decoder(ChatRequest)
 _ENTRY_ID = re.compile(r"\d{1,20}-\d{1,20}")
 
 
+def require_json(request: Request) -> None:
+    """A Content-Type other than JSON is a 415 (none at all is taken as JSON).
+
+    Browsers send form and text/plain bodies cross-site without asking first; a JSON
+    type they must ask for (CORS preflight), which this gateway never grants.
+    """
+    value = request.headers.get("content-type")
+    if value is None:
+        return
+    media = value.split(";", 1)[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise field_error(415, "Content-Type", f"send the body as application/json, not {value[:100]!r}")
+
+
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 past `limit` bytes."""
+    """The JSON request body: 415 unless JSON, 413 past `limit` bytes."""
+    require_json(request)
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise field_error(413, "body", f"larger than {limit} bytes")
