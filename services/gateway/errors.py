@@ -14,7 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from shared.logging import get_logger
@@ -115,6 +115,12 @@ async def redis_error_handler(request: Request, exc: Exception) -> Response:
     return error_response(500, "internal error")
 
 
+async def client_gone_handler(request: Request, exc: Exception) -> Response:
+    """The client closed the connection mid-body: nothing was done, nobody reads the answer."""
+    log.info("client_disconnected", path=request.url.path)
+    return error_response(400, "the connection closed before the body was complete")
+
+
 async def server_error_handler(request: Request, exc: Exception) -> Response:
     log.error("unhandled_error", path=request.url.path, error=repr(exc))
     return error_response(500, "internal error")
@@ -122,6 +128,7 @@ async def server_error_handler(request: Request, exc: Exception) -> Response:
 
 EXCEPTION_HANDLERS: dict[Any, Any] = {
     ApiError: api_error_handler,
+    ClientDisconnect: client_gone_handler,
     HTTPException: http_error_handler,
     RedisError: redis_error_handler,
     OSError: redis_error_handler,
