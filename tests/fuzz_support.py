@@ -149,7 +149,12 @@ def _load_rows() -> list[Row]:
 def record(area: str, what: str, tried: int, held: int, seconds: float, note: str = "") -> Row:
     """Merge one row (by area and what) into test-output/reliability.json and .txt."""
     row = Row(area, what, tried, held, round(seconds, 1), note)
-    rows = [r for r in _load_rows() if (r.area, r.what) != (area, what)] + [row]
+    rows = _load_rows()
+    at = next((i for i, r in enumerate(rows) if (r.area, r.what) == (area, what)), None)
+    if at is None:
+        rows.append(row)
+    else:
+        rows[at] = row
     order = {name: i for i, name in enumerate(AREAS)}
     rows.sort(key=lambda r: order.get(r.area, len(order)))
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
