@@ -259,3 +259,31 @@ def held_jobs(client: redis.Redis, keys: Keys, service: str, consumer: str) -> l
         for _entry_id, fields in client.xrange(stream, row["message_id"], row["message_id"]):
             job_ids.append(decode_task(fields[TASK_FIELD]).job_id)
     return job_ids
+
+
+class StreamReader(threading.Thread):
+    """Reads a job's SSE stream in its own thread, keeping each event as it arrives,
+    until the server ends the stream or the connection breaks (`error`)."""
+
+    def __init__(self, base_url: str, job: Job, last_event_id: str | None = None) -> None:
+        super().__init__(name="fault-sse-reader", daemon=True)
+        self.url = f"{base_url}/chat/job/{job.job_id}/events"
+        self.headers = {**job.headers, **({"Last-Event-ID": last_event_id} if last_event_id else {})}
+        self.events: list[SSEEvent] = []
+        self.error: Exception | None = None
+
+    def run(self) -> None:
+        frame: dict[str, str] = {}
+        try:
+            with httpx.stream("GET", self.url, headers=self.headers, timeout=30) as response:
+                response.raise_for_status()
+                for line in response.iter_lines():
+                    if line == "":
+                        if "data" in frame:
+                            self.events.append(SSEEvent(frame.get("id", ""), frame.get("event", ""), json.loads(frame["data"])))
+                        frame = {}
+                    elif not line.startswith(":"):
+                        name, _, value = line.partition(":")
+                        frame[name] = value[1:] if value.startswith(" ") else value
+        except (httpx.HTTPError, ValueError) as exc:
+            self.error = exc

@@ -14,12 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis
 
 from shared.bus.keys import Keys
 from shared.config import Settings
 from tests.faults_support import (
+    TERMINAL_EVENTS,
+    StreamReader,
     Submitter,
     check_job_outcomes,
     fault_settings,
@@ -28,9 +31,10 @@ from tests.faults_support import (
     pending_of,
     running_stack,
     search_then_answer,
+    submit,
     wait_jobs,
 )
-from tests.fixtures.llm_server import ScriptedLLMServer
+from tests.fixtures.llm_server import ScriptedLLMServer, last_user_text
 from tests.fixtures.stack import Stack
 
 JOBS = 24
@@ -94,6 +98,67 @@ def test_sigkill_worker_mid_job_under_load(
     finally:
         submitter.join(60)
         client.close()
+
+
+def test_sigkill_gateway_under_load(stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
+    """The gateway (which also runs the projector) is SIGKILLed while jobs flow and one
+    client follows a job over SSE; a new gateway is started on the same port. Posts in
+    the gap fail to connect (never accepted); every accepted job ends done, once in its
+    story and its session; the follower resumes with Last-Event-ID and, with what it had
+    before the crash, has the job's whole story, each event once."""
+    script = search_then_answer(router_delay=0.2, agent_delay=0.3)
+
+    def slow_story(body: dict[str, Any]) -> Any:
+        reply = script(body)
+        if body["model"] == "agent-model" and not reply.tool_calls and "[long]" in last_user_text(body):
+            reply.chunk_chars, reply.chunk_delay = 4, 0.1
+        return reply
+
+    llm_server_session.script = slow_story
+    tag = uuid.uuid4().hex[:6]
+    followed = submit(stack.gateway_url, f"Explain how apoptosis is regulated [long] ({tag})", f"gw-{tag}")
+    reader = StreamReader(stack.gateway_url, followed)
+    reader.start()
+    messages = [
+        f"show me the node for apoptosis ({tag} {n})" if n % 2 == 0 else f"Explain how apoptosis is regulated ({tag} {n})"
+        for n in range(JOBS)
+    ]
+    submitter = Submitter(stack.gateway_url, messages, gap=0.1, user_prefix=f"gw-{tag}-")
+    submitter.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(submitter.jobs) < 5 or len(reader.events) < 4:
+            assert time.monotonic() < deadline, (len(submitter.jobs), len(reader.events))
+            time.sleep(0.02)
+        [gateway] = stack.of("gateway")
+        gateway.kill()
+        accepted_before = len(submitter.jobs)
+        reader.join(10)
+        assert reader.error is not None and reader.events[-1].event not in TERMINAL_EVENTS
+        stack.start("gateway")
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{stack.gateway_url}/healthz", timeout=2).status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "the new gateway did not start"
+            time.sleep(0.1)
+        resumed = StreamReader(stack.gateway_url, followed, last_event_id=reader.events[-1].id)
+        resumed.run()
+        assert resumed.error is None and resumed.events[-1].event == "job_done"
+        submitter.join(60)
+        assert not submitter.refused, submitter.refused
+        assert len(submitter.jobs) > accepted_before, "no job was accepted by the new gateway"
+
+        jobs = [followed, *submitter.jobs]
+        records = wait_jobs(stack.gateway_url, jobs, JOB_BOUND_SECONDS)
+        assert {r["status"] for r in records.values()} == {"done"}
+        stories = check_job_outcomes(stack.gateway_url, jobs, records)
+        whole = [e.id for e in stories[followed.job_id]]
+        assert [e.id for e in reader.events] + [e.id for e in resumed.events] == whole
+    finally:
+        submitter.join(60)
+        reader.join(10)
 
 
 def streamed_answer_script(server: ScriptedLLMServer) -> Any:
