@@ -27,6 +27,7 @@ from tests.fuzz_support import REPORT_DIR, assert_all_held, gateway_process, rec
 
 SEED = int(os.environ.get("FUZZ_SEED", "20261202"))
 MAX_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "30"))
+STATEFUL_EXAMPLES = int(os.environ.get("FUZZ_STATEFUL_EXAMPLES", "60"))
 CONFIG = """\
 max-stream-events = 1   # an SSE stream of a live job never ends by itself: one event is enough
 request-timeout = 3
@@ -40,14 +41,14 @@ checks.not_a_server_error.enabled = false
 """
 
 
-def run_schemathesis(url: str, workdir: Path, name: str, *extra: str) -> tuple[dict[str, Any], str, float]:
+def run_schemathesis(url: str, workdir: Path, name: str, *extra: str, examples: int = MAX_EXAMPLES) -> tuple[dict[str, Any], str, float]:
     """Run `schemathesis run` on the gateway's document; (JSON report, output, seconds)."""
     config = workdir / "schemathesis.toml"
     config.write_text(CONFIG)
     report = workdir / f"{name}.json"
     args = [
         sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run", f"{url}/openapi.json",
-        "--max-examples", str(MAX_EXAMPLES), "--seed", str(SEED), "--workers", "1",
+        "--max-examples", str(examples), "--seed", str(SEED), "--workers", "1",
         "--report", "json", "--report-json-path", str(report), *extra,
     ]  # fmt: skip
     started = time.monotonic()
@@ -84,7 +85,7 @@ def test_every_operation_holds_against_generated_requests(redis_url: str, keys: 
 def test_stateful_links_hold(redis_url: str, keys: Keys, tmp_path: Path) -> None:
     with gateway_process(redis_url, keys, tmp_path / "gateway.log") as gw:
         report, output, seconds = run_schemathesis(
-            gw.url, tmp_path, "stateful", "--phases", "stateful", "--header", "X-Anon-Id: fuzz-user"
+            gw.url, tmp_path, "stateful", "--phases", "stateful", "--header", "X-Anon-Id: fuzz-user", examples=STATEFUL_EXAMPLES
         )
         server_errors = gw.server_errors()
     tried, held = _held(report)
