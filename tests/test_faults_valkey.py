@@ -18,15 +18,17 @@ import pytest
 from shared.config import Settings
 from shared.valkey_server import EmbeddedValkey
 from tests.faults_support import (
+    StreamReader,
     Submitter,
     check_job_outcomes,
     fault_settings,
     post,
     running_stack,
     search_then_answer,
+    submit,
     wait_jobs,
 )
-from tests.fixtures.llm_server import ScriptedLLMServer
+from tests.fixtures.llm_server import ScriptedLLMServer, last_user_text
 from tests.fixtures.stack import Stack
 
 JOBS = 40
@@ -71,9 +73,21 @@ def test_valkey_killed_and_restarted_under_load(
     """40 messages are posted 0.15 s apart; after 8 are accepted Valkey is SIGKILLed,
     kept away 3 s and started again on the same port and data dir. While it is away the
     gateway answers 503 with Retry-After and a JSON error. No service is restarted;
-    every job that got a 202 (before, during and after) ends done, exactly once."""
-    llm_server_session.script = search_then_answer(router_delay=0.2, agent_delay=0.3)
+    every job that got a 202 (before, during and after) ends done, exactly once, and a
+    client following a job over SSE through the outage gets its whole story once."""
+    script = search_then_answer(router_delay=0.2, agent_delay=0.3)
+
+    def slow_story(body: dict[str, Any]) -> Any:
+        reply = script(body)
+        if body["model"] == "agent-model" and not reply.tool_calls and "[long]" in last_user_text(body):
+            reply.chunk_chars, reply.chunk_delay = 4, 0.1
+        return reply
+
+    llm_server_session.script = slow_story
     tag = uuid.uuid4().hex[:6]
+    followed = submit(stack.gateway_url, f"Explain how apoptosis is regulated [long] ({tag})", f"v-{tag}")
+    follower = StreamReader(stack.gateway_url, followed)
+    follower.start()
     messages = [
         f"show me the node for apoptosis ({tag} {n})" if n % 2 == 0 else f"Explain apoptosis regulation ({tag} {n})"
         for n in range(JOBS)
@@ -88,6 +102,7 @@ def test_valkey_killed_and_restarted_under_load(
             time.sleep(0.02)
         own_valkey.kill()
         killed_at = time.monotonic()
+        assert all(e.event != "job_done" for e in follower.events), "the followed job ended before the kill"
         accepted_before = len(submitter.jobs)
 
         # while it is away: 503 + Retry-After + JSON, for a write and a read; the process lives
@@ -106,9 +121,16 @@ def test_valkey_killed_and_restarted_under_load(
             assert status == 503 and headers["retry-after"].isdigit() and "detail" in body, (status, body)
         assert len(submitter.jobs) > accepted_before, "no job was accepted after the restart"
 
-        records = wait_jobs(stack.gateway_url, submitter.jobs, JOB_BOUND_SECONDS)
+        jobs = [followed, *submitter.jobs]
+        records = wait_jobs(stack.gateway_url, jobs, JOB_BOUND_SECONDS)
         assert {r["status"] for r in records.values()} == {"done"}, [r for r in records.values() if r["status"] != "done"]
-        check_job_outcomes(stack.gateway_url, submitter.jobs, records)
+        stories = check_job_outcomes(stack.gateway_url, jobs, records)
+
+        # a client that followed a job over SSE all along kept its stream through the
+        # outage and got the whole story, each event once, up to job_done
+        follower.join(30)
+        assert follower.error is None, follower.error
+        assert [e.id for e in follower.events] == [e.id for e in stories[followed.job_id]]
 
         # the services reconnected by themselves: the same processes, all alive, ready
         assert {p.consumer: p.process.pid for p in stack.processes} == pids
@@ -116,3 +138,4 @@ def test_valkey_killed_and_restarted_under_load(
         assert httpx.get(f"{stack.gateway_url}/readyz", timeout=10).status_code == 200
     finally:
         submitter.join(120)
+        follower.join(30)
