@@ -38,6 +38,24 @@ def blocking_twin(client: aioredis.Redis) -> aioredis.Redis:
     return twin
 
 
+POOL_SIZE = 64
+POOL_WAIT_SECONDS = 10.0
+
+
+def gateway_client(url: str, size: int = POOL_SIZE) -> aioredis.Redis:
+    """connect(url) with a bounded pool where a request waits for a free connection.
+
+    redis-py's default pool refuses the 101st concurrent command ("Too many
+    connections"), which turned a burst of 100+ requests into 503s.
+    """
+    client = connect(url)
+    pool = client.connection_pool
+    client.connection_pool = aioredis.BlockingConnectionPool(
+        connection_class=pool.connection_class, max_connections=size, timeout=POOL_WAIT_SECONDS, **pool.connection_kwargs
+    )
+    return client
+
+
 def create_app(settings: Settings, *, redis: aioredis.Redis | None = None, project: bool = True) -> Starlette:
     """The gateway app on `redis` (default: a client for settings.valkey_url).
 
@@ -45,7 +63,7 @@ def create_app(settings: Settings, *, redis: aioredis.Redis | None = None, proje
     their own events inline).
     """
     owns_client = redis is None
-    client = connect(settings.valkey_url) if redis is None else redis
+    client = gateway_client(settings.valkey_url) if redis is None else redis
     keys = Keys(settings.key_prefix)
 
     @contextlib.asynccontextmanager

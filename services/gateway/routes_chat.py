@@ -18,6 +18,7 @@ from services.gateway.errors import ApiError, decode_body, field_error, json_res
 from services.gateway.projector import apply_inline, catch_up
 from services.gateway.ratelimit import retry_after
 from services.gateway.sse import job_stream
+from services.gateway.views import apply_first
 
 ROUTER_INBOX = "router"
 _chat_decoder = msgspec.json.Decoder(ChatRequest)
@@ -95,7 +96,10 @@ async def post_message(request: Request) -> Response:
     ids = await publish(
         gw.redis, gw.keys, [event], [(ROUTER_INBOX, task)], retention_seconds=settings.event_retention_seconds
     )
-    await apply_inline(gw.redis, gw.keys, entry_id_str(ids[0]), event, gw.ttl)
+    if is_new:  # nothing to catch up and no one else writing these views yet
+        await apply_first(gw.redis, gw.keys, entry_id_str(ids[0]), event, gw.ttl)
+    else:
+        await apply_inline(gw.redis, gw.keys, entry_id_str(ids[0]), event, gw.ttl)
     return json_response(JobSubmission(job_id, session_id), 202, {"Location": f"/chat/job/{job_id}"})
 
 
