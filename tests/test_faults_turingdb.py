@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.config import Settings, load_settings
+from shared.config import load_settings
 from shared.graph.loader import load_graph_async
 from shared.graph.server import TuringDBServer
 from tests.faults_support import (
