@@ -20,8 +20,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/bus.py
 	$(BIN)/python bench/retrieval.py
+	$(BIN)/python bench/transport_peers.py
+	$(BIN)/python bench/scaling.py
+	$(BIN)/python bench/gateway_load.py
+	$(BIN)/python bench/lookup_growth.py
 
 clean:
 	rm -rf .state .pytest_cache
