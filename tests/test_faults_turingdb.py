@@ -7,14 +7,14 @@ loaded, so killing it harms no other test.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from shared.config import load_settings
+from shared.config import Settings, load_settings
 from shared.graph.loader import load_graph_async
 from shared.graph.server import TuringDBServer
 from tests.faults_support import (
@@ -38,7 +38,7 @@ AGENT = "Explain how apoptosis is regulated"
 
 
 @pytest.fixture
-async def own_graph(tmp_path: Path, reactome_subset: Path) -> Any:
+async def own_graph(tmp_path: Path, reactome_subset: Path) -> AsyncIterator[tuple[TuringDBServer, Settings]]:
     """(server, settings): our own TuringDB with the fixture subset loaded as GRAPH."""
     server = TuringDBServer(tmp_path / "turingdb", free_port())
     server.start()
@@ -57,7 +57,7 @@ async def own_graph(tmp_path: Path, reactome_subset: Path) -> Any:
 
 
 @pytest.fixture
-def stack(own_graph: Any, redis_url: str, llm_server_session: ScriptedLLMServer, tmp_path: Path) -> Iterator[Stack]:
+def stack(own_graph: tuple[TuringDBServer, Settings], redis_url: str, llm_server_session: ScriptedLLMServer, tmp_path: Path) -> Iterator[Stack]:
     _server, graph_settings = own_graph
     settings = fault_settings(graph_settings, redis_url, llm_server_session.url, Path(graph_settings.state_dir))
     (tmp_path / "logs").mkdir()
@@ -84,7 +84,7 @@ def agent_tool_messages(server: ScriptedLLMServer, question: str) -> list[str]:
     return tool_results(bodies[-1]) if bodies else []
 
 
-def test_turingdb_killed_then_restarted(own_graph: Any, stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
+def test_turingdb_killed_then_restarted(own_graph: tuple[TuringDBServer, Settings], stack: Stack, llm_server_session: ScriptedLLMServer) -> None:
     """With TuringDB SIGKILLed, a lookup ends in a job_error that names the graph database,
     and the agent's tool error reaches the model as "Tool error: ..." text (the job ends
     done with the model's answer about it). Once TuringDB is started again on the same
