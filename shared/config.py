@@ -66,6 +66,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8000
     rate_limit_per_minute: int = 30
+    rate_limit_per_address_per_minute: int | None = None  # unset: 10 x the per-user limit
     max_message_chars: int = 8000
     sse_ping_seconds: float = 15.0
     # process
@@ -76,6 +77,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def effective_router_provider(self) -> str:
         return self.router_provider or self.llm_provider
+
+    @property
+    def address_rate_limit(self) -> int:
+        """Messages per minute from one client address, whatever user ids it sends."""
+        return self.rate_limit_per_address_per_minute or 10 * self.rate_limit_per_minute
 
     @property
     def state_path(self) -> Path:
@@ -190,6 +196,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "gateway_host": _nonempty,
     "gateway_port": _int(0, 65535),
     "rate_limit_per_minute": _int(1),
+    "rate_limit_per_address_per_minute": _int(1),
     "max_message_chars": _int(1, 1_000_000),
     "sse_ping_seconds": _float(0, open_low=True),
     "state_dir": _nonempty,

@@ -222,3 +222,13 @@ async def test_session_events_ignore_a_deleted_session(gateway: GatewayUnderTest
     assert 0 < await gateway.redis.ttl(gateway.keys.session(sid)) <= gateway.settings.session_ttl_seconds
     record = (await gateway.client.get(f"/chat/job/{job['job_id']}", headers=ALICE)).json()
     assert record["status"] == "done"
+
+
+async def test_new_user_ids_do_not_escape_the_address_limit(gateway_factory: Any) -> None:
+    """A client that sends a fresh X-Anon-Id with every message is held by its address."""
+    gw = await gateway_factory(rate_limit_per_minute=2, rate_limit_per_address_per_minute=5)
+    answers = [
+        (await gw.client.post("/chat/message", json={"message": "hi"}, headers={"X-Anon-Id": f"user-{i}"})).status_code
+        for i in range(7)
+    ]
+    assert answers == [202] * 5 + [429] * 2

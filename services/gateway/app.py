@@ -105,6 +105,6 @@ def create_app(settings: Settings, *, redis: aioredis.Redis | None = None, proje
         redis=client,
         keys=keys,
         hub=Hub(client, keys),
-        limiter=RateLimiter(client, keys, settings.rate_limit_per_minute),
+        limiter=RateLimiter(client, keys, settings.rate_limit_per_minute, settings.address_rate_limit),
     )
     return app

@@ -53,13 +53,6 @@ async def read_body(request: Request, limit: int) -> bytes:
     return body
 
 
-def caller_key(user: str | None, request: Request) -> str:
-    """Whom the rate limit counts: the user, else the client address."""
-    if user is not None:
-        return f"user:{user}"
-    return f"ip:{request.client.host if request.client else 'unknown'}"
-
-
 async def post_message(request: Request) -> Response:
     """Accept a message: one MULTI writes job_submitted and the router task; 202."""
     gw = gateway(request)
@@ -71,11 +64,12 @@ async def post_message(request: Request) -> Response:
         raise field_error(422, "message", "must contain more than whitespace")
     if len(chat.message) > settings.max_message_chars:
         raise field_error(422, "message", f"longer than {settings.max_message_chars} characters")
-    wait = await gw.limiter.check(caller_key(user, request))
+    wait = await gw.limiter.check(user, request.client.host if request.client else "unknown")
     if wait:
         raise ApiError(
             429,
-            f"rate limit of {settings.rate_limit_per_minute} messages per minute reached",
+            f"rate limit reached: {settings.rate_limit_per_minute} messages per minute per user, "
+            f"{settings.address_rate_limit} per client address",
             {"Retry-After": retry_after(wait)},
         )
     history: list[dict[str, str]] = []
