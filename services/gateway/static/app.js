@@ -490,6 +490,14 @@ class Turn {
       case "answer_delta":
         this.delta(data);
         break;
+      case "agent_restarted":
+        // another agent process took the job over and starts again: drop the interrupted text
+        this.streamed = "";
+        this.streamedIteration = null;
+        this.root.classList.remove("streaming");
+        this.answer.replaceChildren();
+        this.step(type, `Agent restarted (attempt ${data.attempt ?? "?"}) after a worker was lost`);
+        break;
       case "agent_done":
         this.step(type, `Agent done: ${data.iterations ?? "?"} steps, ${data.tool_calls ?? 0} tool calls${data.capped ? " (iteration cap reached)" : ""}`);
         break;
