@@ -11,7 +11,7 @@ Same embedded Valkey, same ~200 B JobTask payload, same message count, in one ru
     per batch (FastStream's own ack), logger off;
   - taskiq-redis 1.2.4: RedisStreamBroker (XREADGROUP COUNT 100) under taskiq's
     Receiver (200 tasks in flight), one XADD per task, one XACK per task.
-Every hop does the same work: decode the task, XADD one ~150 B job_done event to the
+Every hop does the same work: decode the task, XADD one ~125 B job_done event to the
 events stream, acknowledge. A run preloads N entries in the library's own format,
 then times one worker process draining them: first handled entry -> no entry pending.
 Client processes are pinned with taskset to `--cpu`, valkey-server to `--server-cpu`.
