@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.valkey",
     "tests.fixtures.turingdb",
     "tests.fixtures.llm",
+    "tests.fixtures.gateway",
 ]

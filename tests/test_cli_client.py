@@ -22,7 +22,7 @@ from shared.config import PROJECT_ROOT, Settings
 from services.client.render import format_cypher, render_markdown
 from tests.fixtures.llm_server import ScriptedLLMServer, free_port, tool_results
 from tests.fixtures.scripts import graph_agent_script
-from tests.fixtures.stack import Stack, running_stack, stack_settings
+from tests.fixtures.stack import Stack, running_stack
 from tests.sse_client import read_stream
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

@@ -9,15 +9,7 @@ import pytest
 
 from shared.contracts import EventRecord, decode_task
 from services.gateway.app import create_app
-from tests.test_gateway_support import (  # noqa: F401 - fixtures
-    ALICE,
-    BOB,
-    GatewayUnderTest,
-    gateway,
-    gateway_factory,
-    gateway_settings,
-    job_story,
-)
+from tests.fixtures.gateway import ALICE, BOB, GatewayUnderTest, gateway_settings, job_story
 
 
 async def test_post_is_accepted_and_readable_at_once(gateway: GatewayUnderTest) -> None:

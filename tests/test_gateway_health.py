@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.test_gateway_support import GatewayUnderTest, gateway, gateway_factory  # noqa: F401
+from tests.fixtures.gateway import GatewayUnderTest
 
 
 async def _groups(gw: GatewayUnderTest, *services: str) -> None:

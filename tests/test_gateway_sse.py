@@ -7,15 +7,7 @@ from typing import Any
 
 from shared.contracts import EventRecord
 from services.gateway.sse import Hub
-from tests.test_gateway_support import (  # noqa: F401 - fixtures
-    ALICE,
-    BOB,
-    GatewayUnderTest,
-    job_story,
-    live_factory,
-    live_gateway,
-    read_sse,
-)
+from tests.fixtures.gateway import ALICE, BOB, GatewayUnderTest, job_story, read_sse
 
 
 async def _wait_subscribed(gw: GatewayUnderTest, n: int = 1) -> None:

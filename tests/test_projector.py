@@ -13,7 +13,7 @@ from shared.contracts import EventRecord, JobStatus
 from services.gateway.app import blocking_twin
 from services.gateway.projector import Projector, leader_key, position_key
 from services.gateway.views import apply_event, id_after, parse_id, project, read_job, read_session
-from tests.test_gateway_support import ALICE, GatewayUnderTest, gateway, gateway_factory, job_story  # noqa: F401
+from tests.fixtures.gateway import ALICE, GatewayUnderTest, job_story
 
 TTL = 3600
 

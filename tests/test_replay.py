@@ -13,7 +13,7 @@ from shared.bus.keys import Keys
 from shared.config import ConfigError
 from shared.contracts import EventRecord
 from services.gateway.replay import parse_since, rebuild, replay
-from tests.test_gateway_support import ALICE, BOB, GatewayUnderTest, gateway, gateway_factory, job_story  # noqa: F401
+from tests.fixtures.gateway import ALICE, BOB, GatewayUnderTest, job_story
 
 
 async def snapshot(redis: Any, keys: Keys) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from services.router.classifier import classify_intent, parse_decision
 from services.router.handler import RouterHandler
 from services.router.local import LocalRouter, read_examples
 from tests.bus_helpers import wait_events
-from tests.fixtures.llm_server import Raw, Reply, ScriptedLLMServer, Status, free_port
+from tests.fixtures.llm_server import Raw, Reply, ScriptedLLMServer, free_port
 
 
 @pytest.fixture(scope="module")
