@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from shared.bus.cancel import job_cancelled_event
@@ -22,6 +23,8 @@ from services.agent.tools import ToolContext
 
 log = get_logger(__name__)
 
+SKELETON_REUSE_SECONDS = 60.0  # the skeleton changes only when the graph is reloaded
+
 
 class AgentHandler:
     def __init__(self, settings: Settings, llm: LLMClient, graph: GraphClient, embedder: Embedder) -> None:
@@ -29,6 +32,8 @@ class AgentHandler:
         self.llm = llm
         self.graph = graph
         self.embedder = embedder
+        self._skeleton_text: str | None = None
+        self._skeleton_at = float("-inf")
 
     async def __call__(self, delivery: Delivery) -> Outcome:
         task = delivery.task
@@ -73,11 +78,15 @@ class AgentHandler:
         return Outcome(events=[summary, job_done_event(task.job_id, response)])
 
     async def _skeleton(self) -> str | None:
+        """The graph skeleton, asked of the graph at most once a minute per process."""
+        if self._skeleton_text is not None and time.monotonic() - self._skeleton_at < SKELETON_REUSE_SECONDS:
+            return self._skeleton_text
         try:
-            return await graph_skeleton(self.graph, self.settings)
+            self._skeleton_text = await graph_skeleton(self.graph, self.settings)
+            self._skeleton_at = time.monotonic()
         except (GraphError, OSError) as exc:
             log.warning("skeleton_unavailable", error=str(exc))
-            return None
+        return self._skeleton_text
 
     async def _degraded(self, task: JobTask, exc: LLMUnavailable, usage: TokenUsage) -> Outcome:
         """The model cannot be reached: say so plainly and show the closest graph matches."""
