@@ -224,3 +224,19 @@ async def test_new_user_ids_do_not_escape_the_address_limit(gateway_factory: Any
         for i in range(7)
     ]
     assert answers == [202] * 5 + [429] * 2
+
+
+async def test_sessions_list_pages_with_limit_and_offset(gateway: GatewayUnderTest) -> None:
+    made = [(await gateway.post(f"question {i}", ALICE)).json()["session_id"] for i in range(5)]
+    newest_first = list(reversed(made))
+    pages = []
+    for offset in (0, 2, 4):
+        reply = await gateway.client.get(f"/chat/sessions?limit=2&offset={offset}", headers=ALICE)
+        assert reply.status_code == 200 and reply.headers["x-total-count"] == "5"
+        pages += [s["session_id"] for s in reply.json()]
+    assert pages == newest_first
+    past = await gateway.client.get("/chat/sessions?offset=10", headers=ALICE)
+    assert past.json() == [] and past.headers["x-total-count"] == "5"
+    for bad in ("offset=-1", "offset=x", "limit=0", "limit=1001"):
+        refused = await gateway.client.get(f"/chat/sessions?{bad}", headers=ALICE)
+        assert refused.status_code == 422, bad

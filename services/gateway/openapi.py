@@ -177,8 +177,12 @@ def build_spec() -> dict[str, Any]:
         "/chat/sessions": {
             "get": _op(
                 "This user's sessions, newest activity first (X-Anon-Id required)",
-                {"200": _json({"type": "array", "items": _ref("SessionSummary")}, "the sessions"), "422": _error("bad limit")},
-                [{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
+                {"200": {**_json({"type": "array", "items": _ref("SessionSummary")}, "a page of the sessions"),
+                         "headers": {"X-Total-Count": {"description": "how many sessions the user has",
+                                                       "schema": {"type": "integer", "minimum": 0}}}},
+                 "422": _error("bad limit or offset")},
+                [{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                 {"name": "offset", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0, "maximum": 999999999}}],
                 anon=ANON_REQUIRED,
             )
         },

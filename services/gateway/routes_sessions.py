@@ -43,15 +43,25 @@ async def get_session(request: Request) -> Response:
 
 
 async def list_sessions(request: Request) -> Response:
-    """This user's sessions, newest activity first (?limit=, default and max 1000)."""
+    """This user's sessions, newest activity first, a page at a time (?limit= up to 1000,
+    default 1000; ?offset= sessions to skip; X-Total-Count says how many there are)."""
     gw = gateway(request)
     user = require_anon_id(request)
     raw_limit = request.query_params.get("limit", str(MAX_LISTED))
     if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LISTED:
         raise field_error(422, "limit", f"an integer from 1 to {MAX_LISTED}")
-    ids = await gw.redis.zrevrange(gw.keys.user_sessions(user), 0, int(raw_limit) - 1)
+    raw_offset = request.query_params.get("offset", "0")
+    if not raw_offset.isdigit() or len(raw_offset) > 9:
+        raise field_error(422, "offset", "an integer from 0 to 999999999")
+    offset, limit = int(raw_offset), int(raw_limit)
+    index = gw.keys.user_sessions(user)
+    async with gw.redis.pipeline(transaction=False) as pipe:
+        pipe.zcard(index)
+        pipe.zrevrange(index, offset, offset + limit - 1)
+        total, ids = await pipe.execute()
+    headers = {"X-Total-Count": str(total)}
     if not ids:
-        return json_response([])
+        return json_response([], headers=headers)
     raws = await gw.redis.mget([gw.keys.session(i.decode()) for i in ids])
     out: list[SessionSummary] = []
     for raw in raws:
@@ -68,7 +78,7 @@ async def list_sessions(request: Request) -> Response:
                 len(chat.messages),
             )
         )
-    return json_response(out)
+    return json_response(out, headers=headers)
 
 
 async def _emit(gw: Gateway, event: EventRecord) -> None:
