@@ -241,3 +241,29 @@ def test_terminal_markdown_and_cypher_layout() -> None:
     assert format_cypher(query) == [
         "MATCH (a)-[:HAS_EVENT]->(b)", "WHERE a.displayName = 'x RETURN y'", "RETURN b.stId", "ORDER BY b.stId", "LIMIT 3",
     ]
+
+
+def test_streamed_answer_is_not_shown_twice_on_one_terminal() -> None:
+    """With stdout and stderr on the same terminal, the live view counts the answer's
+    growth instead of writing it out before the rendered answer."""
+    import io
+    import os
+    import pty
+
+    from services.client.commands import Progress
+
+    leader, follower = pty.openpty()
+    try:
+        with os.fdopen(os.dup(follower), "w") as out, os.fdopen(os.dup(follower), "w") as err:
+            progress = Progress(err, quiet=False, out=out)
+            progress.event("answer_delta", {"text": "secret words"})
+            progress.event("answer_delta", {"text": " and more"})
+            err.flush()
+            shown = os.read(leader, 4096).decode()
+        assert "secret words" not in shown and "21 characters so far" in shown
+    finally:
+        os.close(leader)
+        os.close(follower)
+    piped = io.StringIO()
+    Progress(piped, quiet=False, out=io.StringIO()).event("answer_delta", {"text": "secret words"})
+    assert "secret words" in piped.getvalue()

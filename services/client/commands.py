@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -118,21 +119,29 @@ def print_answer(record: dict[str, Any], out: IO[str]) -> None:
 class Progress:
     """The live view on stderr: one line per step, the answer as it grows."""
 
-    def __init__(self, err: IO[str], quiet: bool) -> None:
+    def __init__(self, err: IO[str], quiet: bool, out: IO[str] | None = None) -> None:
         self.err = err
         self.quiet = quiet
         self.style = Style(use_color(err))
         self.streaming = False
+        # When the answer will be printed on the same terminal, show only its growth.
+        self.count_only = out is not None and same_terminal(out, err)
+        self.streamed_chars = 0
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
         if self.quiet:
             return
         if kind == "answer_delta":
             text = str(data.get("text", ""))
-            if not self.streaming:
-                self.err.write(self.style("answer: ", BOLD))
+            if self.count_only:
+                self.streamed_chars += len(text)
+                self.err.write("\r" + self.style(f"answer: {self.streamed_chars:,} characters so far", BOLD))
                 self.streaming = True
-            self.err.write(text)
+            else:
+                if not self.streaming:
+                    self.err.write(self.style("answer: ", BOLD))
+                    self.streaming = True
+                self.err.write(text)
             self.err.flush()
             return
         self.end_stream()
@@ -149,6 +158,14 @@ class Progress:
         if not self.quiet:
             self.end_stream()
             print(self.style(text, DIM), file=self.err, flush=True)
+
+
+def same_terminal(a: IO[str], b: IO[str]) -> bool:
+    """True when both streams are the same terminal device."""
+    try:
+        return a.isatty() and b.isatty() and os.path.samestat(os.fstat(a.fileno()), os.fstat(b.fileno()))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def wait_final(client: GatewayClient, job_id: str, timeout: float = 15.0) -> dict[str, Any]:
@@ -170,7 +187,7 @@ def read_question(parts: list[str]) -> str:
 def ask(settings: Settings, args: argparse.Namespace) -> int:
     """Post a question, show its steps live, print the answer and its sources."""
     message = read_question(list(args.question))
-    progress = Progress(sys.stderr, quiet=bool(args.json))
+    progress = Progress(sys.stderr, quiet=bool(args.json), out=sys.stdout)
     with make_client(settings, args) as client:
         try:
             job = client.post_message(message, args.session)
