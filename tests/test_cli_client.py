@@ -249,6 +249,7 @@ def test_streamed_answer_is_not_shown_twice_on_one_terminal() -> None:
     import io
     import os
     import pty
+    import select
 
     from services.client.commands import Progress
 
@@ -259,7 +260,9 @@ def test_streamed_answer_is_not_shown_twice_on_one_terminal() -> None:
             progress.event("answer_delta", {"text": "secret words"})
             progress.event("answer_delta", {"text": " and more"})
             err.flush()
-            shown = os.read(leader, 4096).decode()
+            shown = ""
+            while "21 characters" not in shown and select.select([leader], [], [], 2)[0]:
+                shown += os.read(leader, 4096).decode()
         assert "secret words" not in shown and "21 characters so far" in shown
     finally:
         os.close(leader)
