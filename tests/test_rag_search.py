@@ -15,7 +15,7 @@ from shared.graph.client import GraphClient
 from shared.graph.loader import LoadReport
 from shared.rag.embedder import OFFLINE_MODEL, load_embedder, offline_index_name
 from shared.graph.reactome import build_graph
-from shared.rag.index import embed_items, vector_indexes
+from shared.rag.index import embed_items, search_ids, vector_indexes
 from shared.rag.search import vector_search
 
 
@@ -72,7 +72,7 @@ async def test_index_agrees_with_numpy_brute_force(
     for question in questions:
         scores = matrix @ embedder.encode_one(question)
         expected = [int(k) for k in keys[np.argsort(-scores)[:5]]]
-        found = [r["id"] for r in await vector_search(graph_client, embedder, question, 5, graph_settings)]
+        found = [key for key, _ in await search_ids(graph_client, embedder.index_name, embedder.encode_one(question), 5)]
         agree += found == expected
     assert agree >= len(questions) - 1  # ties may swap
 
@@ -106,3 +106,14 @@ def test_search_cli_json(loaded_graph: LoadReport, graph_settings: Settings) -> 
         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=60,
     )
     assert refused.returncode == 1 and "WRITE_REFUSED" in refused.stderr
+
+
+async def test_kept_node_rows_follow_the_graph_fingerprint(loaded_graph: LoadReport, graph_client: GraphClient, graph_settings: Settings) -> None:
+    from shared.rag import nodes
+
+    embedder = load_embedder(graph_settings)
+    first = (await vector_search(graph_client, embedder, "Intrinsic Pathway for Apoptosis", 1, graph_settings))[0]
+    stale = {**first, "displayName": "stale row", "labels": ("Pathway",)}
+    nodes._rows[graph_settings.turingdb_graph] = ("an-older-build", {first["id"]: stale})
+    again = (await vector_search(graph_client, embedder, "Intrinsic Pathway for Apoptosis", 1, graph_settings))[0]
+    assert again["displayName"] == "Intrinsic Pathway for Apoptosis" and again["id"] == first["id"]

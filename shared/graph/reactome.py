@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from shared.config import PROJECT_ROOT
+from shared.graph import abbreviations
 
 DATA_DIR = PROJECT_ROOT / "data" / "reactome"
-BUILD_VERSION = "reactome-graph-1"
+BUILD_VERSION = "reactome-graph-2"
 FILES = (
     "pathways.tsv",
     "pathway_hierarchy.tsv",
@@ -70,6 +71,9 @@ PARTICIPANT_EDGES = {
 # a pathway's vector is 0.5 x its name + 0.5 x (name + first 800 characters of its
 # summation); a reaction's 0.8 x its name + 0.2 x (name + its pathways); genes embed
 # their symbol only (pathway lists made genes crowd out pathways: hit@5 0.23 -> 0.60).
+# A pathway's title also spells out the abbreviations in its name, using long forms
+# found in the data's own "long form (ABBR)" pairs (dev questions 47 -> 49 of 57,
+# with shared.rag.rerank; tests/data/retrieval_dev_questions.tsv).
 SUMMATION_CHARS = 800
 TITLE_WEIGHT = {"Pathway": 0.5, "Reaction": 0.8}
 GENE_PATHWAYS_IN_TEXT = 4
@@ -86,6 +90,7 @@ class GraphData:
     nodes: list[tuple[list[str], dict[str, Any]]] = field(default_factory=list)
     edges: list[tuple[str, int, int, dict[str, Any]]] = field(default_factory=list)
     fingerprint: str = ""
+    titles: dict[int, str] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
 
     def add_node(self, labels: list[str], props: dict[str, Any]) -> int:
@@ -117,7 +122,8 @@ class GraphData:
         for labels, props in self.nodes:
             if props.get("text"):
                 weight = TITLE_WEIGHT.get(labels[0], 0.0)
-                yield props["key"], props["text"], props["displayName"] if weight else None, weight
+                title = self.titles.get(props["key"], props["displayName"])
+                yield props["key"], props["text"], title if weight else None, weight
 
 
 def read_tsv(path: Path) -> list[dict[str, str]]:
@@ -144,6 +150,7 @@ def fingerprint(data_dir: Path) -> str:
     """Hash of the build version, this module's code and every input file's bytes."""
     digest = hashlib.sha256(BUILD_VERSION.encode())
     digest.update(Path(__file__).read_bytes())
+    digest.update(Path(abbreviations.__file__).read_bytes())
     for name in FILES:
         path = data_dir / name
         if path.is_file():
@@ -192,6 +199,11 @@ def build_graph(data_dir: Path | None = None) -> GraphData:
             },
         )
         pathway_name[r["stId"]] = r["name"]
+    short_forms = abbreviations.mine(
+        [r["name"] for r in t["reactions.tsv"]] + [f"{r['name']} {r['summation']}" for r in t["pathways.tsv"]]
+    )
+    for st_id, key in pathway.items():
+        g.titles[key] = abbreviations.spelled_out(pathway_name[st_id], short_forms)
     for r in t["pathway_hierarchy.tsv"]:
         if r["parent_stId"] in pathway and r["child_stId"] in pathway:
             g.add_edge("HAS_SUBPATHWAY", pathway[r["parent_stId"]], pathway[r["child_stId"]])

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from shared.config import Settings
 from shared.graph.client import GraphClient
 from shared.rag.embedder import Embedder
-from shared.rag.index import vector_literal
+from shared.rag.index import search_ids, vector_literal
+from shared.rag.nodes import node_rows
+from shared.rag.rerank import POOL, rerank
 
 RESULT_FIELDS = ("id", "stId", "displayName", "labels", "text", "score")
-
-
-def _reactome_id(row: dict[str, Any]) -> str | None:
-    return row.get("stId") or row.get("symbol") or row.get("goId") or row.get("pubmedId") or row.get("reactionKey")
 
 
 async def vector_search(
@@ -21,31 +21,32 @@ async def vector_search(
 ) -> list[dict[str, Any]]:
     """Top-k nodes for `text`: {id, stId, displayName, labels, text, score}, best first.
 
-    `stId` is the node's Reactome id, or its gene symbol / GO id / PubMed id / local
-    reaction key where it has no stable id.
+    The index is asked for a pool of max(k, POOL) node ids by cosine (with the graph's
+    LoadInfo fingerprint in the same query); their nodes come from shared.rag.nodes
+    and shared.rag.rerank re-scores them (cosine + word overlap + a Pathway prior +
+    an exact-name bonus): `score` is that combined score. `stId` is the node's Reactome id, or its gene symbol / GO id /
+    PubMed id / local reaction key where it has no stable id.
     """
     k = int(k or settings.vector_search_top_k)
     if not text.strip() or k <= 0:
         return []
+    graph = settings.turingdb_graph
     vector = embedder.encode_one(text)
-    cypher = (
-        f"VECTOR SEARCH IN {embedder.index_name} FOR {k} {vector_literal(vector)} YIELD ids, score "
-        "MATCH (n) WHERE n.key = ids "
-        "RETURN n.key AS id, n.stId AS stId, n.symbol AS symbol, n.goId AS goId, n.pubmedId AS pubmedId, "
-        "n.reactionKey AS reactionKey, n.displayName AS displayName, labels(n) AS labels, n.text AS text, score "
-        "ORDER BY score DESC"
+    scores, fingerprint = await _candidates(client, embedder.index_name, vector, max(k, POOL), graph)
+    rows = await node_rows(client, graph, fingerprint, list(scores))
+    candidates = [{**row, "labels": list(row["labels"]), "score": scores[key]} for key, row in rows.items()]
+    return rerank(text, candidates, k)
+
+
+async def _candidates(
+    client: GraphClient, index: str, vector: np.ndarray, pool: int, graph: str
+) -> tuple[dict[int, float], str | None]:
+    """{key: cosine} of the pool and the graph's fingerprint, in one query (None without a LoadInfo node)."""
+    rows = await client.query(
+        f"VECTOR SEARCH IN {index} FOR {int(pool)} {vector_literal(vector)} YIELD ids, score "
+        "MATCH (m:LoadInfo) RETURN ids, score, m.fingerprint AS f",
+        graph=graph,
     )
-    rows = await client.query(cypher, graph=settings.turingdb_graph)
-    results = [
-        {
-            "id": int(r["id"]),
-            "stId": _reactome_id(r),
-            "displayName": r["displayName"],
-            "labels": list(r["labels"] or []),
-            "text": r["text"],
-            "score": float(r["score"]),
-        }
-        for r in rows
-    ]
-    results.sort(key=lambda r: -r["score"])
-    return results[:k]
+    if rows and rows[0].get("f"):
+        return {int(r["ids"]): float(r["score"]) for r in rows}, str(rows[0]["f"])
+    return dict(await search_ids(client, index, vector, pool)), None
