@@ -287,3 +287,16 @@ class StreamReader(threading.Thread):
                         frame[name] = value[1:] if value.startswith(" ") else value
         except (httpx.HTTPError, ValueError) as exc:
             self.error = exc
+
+
+def slow_long_answers(script: Callable[[dict[str, Any]], Reply | Status]) -> Callable[[dict[str, Any]], Reply | Status]:
+    """`script`, with the agent's final answer to a question holding "[long]" streamed
+    slowly (4 characters every 0.1 s) so a follower is mid-stream when a fault lands."""
+
+    def slow(body: dict[str, Any]) -> Reply | Status:
+        reply = script(body)
+        if isinstance(reply, Reply) and body["model"] == "agent-model" and not reply.tool_calls and "[long]" in last_user_text(body):
+            reply.chunk_chars, reply.chunk_delay = 4, 0.1
+        return reply
+
+    return slow

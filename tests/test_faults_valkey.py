@@ -25,10 +25,11 @@ from tests.faults_support import (
     post,
     running_stack,
     search_then_answer,
+    slow_long_answers,
     submit,
     wait_jobs,
 )
-from tests.fixtures.llm_server import ScriptedLLMServer, last_user_text
+from tests.fixtures.llm_server import ScriptedLLMServer
 from tests.fixtures.stack import Stack
 
 JOBS = 40
@@ -75,15 +76,7 @@ def test_valkey_killed_and_restarted_under_load(
     gateway answers 503 with Retry-After and a JSON error. No service is restarted;
     every job that got a 202 (before, during and after) ends done, exactly once, and a
     client following a job over SSE through the outage gets its whole story once."""
-    script = search_then_answer(router_delay=0.2, agent_delay=0.3)
-
-    def slow_story(body: dict[str, Any]) -> Any:
-        reply = script(body)
-        if body["model"] == "agent-model" and not reply.tool_calls and "[long]" in last_user_text(body):
-            reply.chunk_chars, reply.chunk_delay = 4, 0.1
-        return reply
-
-    llm_server_session.script = slow_story
+    llm_server_session.script = slow_long_answers(search_then_answer(router_delay=0.2, agent_delay=0.3))
     tag = uuid.uuid4().hex[:6]
     followed = submit(stack.gateway_url, f"Explain how apoptosis is regulated [long] ({tag})", f"v-{tag}")
     follower = StreamReader(stack.gateway_url, followed)

@@ -31,10 +31,11 @@ from tests.faults_support import (
     pending_of,
     running_stack,
     search_then_answer,
+    slow_long_answers,
     submit,
     wait_jobs,
 )
-from tests.fixtures.llm_server import ScriptedLLMServer, last_user_text
+from tests.fixtures.llm_server import ScriptedLLMServer
 from tests.fixtures.stack import Stack
 
 JOBS = 24
@@ -106,15 +107,7 @@ def test_sigkill_gateway_under_load(stack: Stack, llm_server_session: ScriptedLL
     the gap fail to connect (never accepted); every accepted job ends done, once in its
     story and its session; the follower resumes with Last-Event-ID and, with what it had
     before the crash, has the job's whole story, each event once."""
-    script = search_then_answer(router_delay=0.2, agent_delay=0.3)
-
-    def slow_story(body: dict[str, Any]) -> Any:
-        reply = script(body)
-        if body["model"] == "agent-model" and not reply.tool_calls and "[long]" in last_user_text(body):
-            reply.chunk_chars, reply.chunk_delay = 4, 0.1
-        return reply
-
-    llm_server_session.script = slow_story
+    llm_server_session.script = slow_long_answers(search_then_answer(router_delay=0.2, agent_delay=0.3))
     tag = uuid.uuid4().hex[:6]
     followed = submit(stack.gateway_url, f"Explain how apoptosis is regulated [long] ({tag})", f"gw-{tag}")
     reader = StreamReader(stack.gateway_url, followed)
