@@ -231,3 +231,22 @@ async def test_idle_consumers_without_pending_are_forgotten(
 
 async def _consumer_names(redis: aioredis.Redis, stream: str) -> set[str]:
     return {c["name"].decode() for c in await redis.xinfo_consumers(stream, "svc")}
+
+
+async def test_a_job_cancelled_before_pickup_ends_without_its_handler(redis: aioredis.Redis, keys: Keys, run_worker: Any) -> None:
+    from shared.bus.cancel import request_cancel
+
+    called: list[str] = []
+
+    async def handler(d: Delivery) -> Outcome:
+        called.append(d.task.job_id)
+        return done(d)
+
+    await request_cancel(redis, keys, "job-c", "s-c", "changed my mind")
+    await add_task(redis, keys, "svc", JobTask("job-c", "s-c", "hi"))
+    await add_task(redis, keys, "svc", JobTask("job-d", "s-d", "hi"))
+    run_worker(keys, handler)
+    events = await wait_events(redis, keys, lambda evs: count(evs, "job_cancelled") == 1 and count(evs, "job_done") == 1)
+    cancelled = next(e for e in events if e.type == "job_cancelled")
+    assert cancelled.job_id == "job-c" and cancelled.data == {"reason": "changed my mind", "stage": "svc"}
+    assert called == ["job-d"]

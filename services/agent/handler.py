@@ -41,9 +41,6 @@ class AgentHandler:
         async def emit(type: str, data: dict[str, Any]) -> None:
             await delivery.emit(EventRecord(type, task.job_id, task.session_id, data))
 
-        reason = await delivery.cancel_reason()
-        if reason is not None:
-            return Outcome(events=[job_cancelled_event(task.job_id, task.session_id, reason, "agent")])
         if delivery.delivery_count > 1:
             await emit("agent_restarted", {"attempt": delivery.delivery_count})
         router_usage = task.decision.token_usage if task.decision else TokenUsage()

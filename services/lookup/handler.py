@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from shared.bus.cancel import job_cancelled_event
 from shared.bus.worker import Delivery, Outcome
 from shared.config import Settings
 from shared.contracts import ChatResponse, EventRecord, TokenUsage, job_done_event, job_error_event
@@ -24,9 +23,6 @@ class LookupHandler:
 
     async def __call__(self, delivery: Delivery) -> Outcome:
         task = delivery.task
-        reason = await delivery.cancel_reason()
-        if reason is not None:
-            return Outcome(events=[job_cancelled_event(task.job_id, task.session_id, reason, "lookup")])
         k = self.settings.vector_search_top_k
         await delivery.emit(EventRecord("lookup_started", task.job_id, task.session_id, {"k": k}))
         started = time.perf_counter()

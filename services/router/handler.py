@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import msgspec
 
-from shared.bus.cancel import job_cancelled_event
 from shared.bus.worker import Delivery, Outcome
 from shared.config import Settings
 from shared.contracts import EventRecord, JobTask, RouterDecision
@@ -27,9 +26,6 @@ class RouterHandler:
 
     async def __call__(self, delivery: Delivery) -> Outcome:
         task = delivery.task
-        reason = await delivery.cancel_reason()
-        if reason is not None:
-            return Outcome(events=[job_cancelled_event(task.job_id, task.session_id, reason, "router")])
         started = {"attempt": delivery.delivery_count}
         await delivery.emit(EventRecord("routing_started", task.job_id, task.session_id, started))
         decision, classifier, fallback = await self._decide(task)

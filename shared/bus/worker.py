@@ -28,7 +28,7 @@ from redis.exceptions import RedisError, ResponseError
 from shared.bus.connection import connect
 from shared.bus.keys import Keys
 from shared.bus.lease import Leases
-from shared.bus.cancel import cancel_reason
+from shared.bus.cancel import cancel_reason, job_cancelled_event
 from shared.bus.log import (
     DEFAULT_RETENTION_SECONDS,
     EVENT_FIELD,
@@ -363,7 +363,11 @@ class Worker:
         bind_job(d.task.job_id, d.task.session_id)
         try:
             try:
-                outcome = await self.handler(d)
+                reason = await d.cancel_reason()
+                if reason is not None:  # cancelled before this service began: the job ends here
+                    outcome = Outcome(events=[job_cancelled_event(d.task.job_id, d.task.session_id, reason, self.service)])
+                else:
+                    outcome = await self.handler(d)
             except asyncio.CancelledError:
                 log.warning("handler cancelled; entry handed back", entry_id=d.entry_id, service=self.service)
                 raise
